@@ -1,0 +1,45 @@
+#include "common/file_io.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace citeforge {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail_at(path, "", "cannot open for reading");
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) fail_at(tmp, "", std::string("cannot create: ") + std::strerror(errno));
+  size_t written = 0;
+  while (written < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      fail_at(tmp, "", std::string("write failed: ") + std::strerror(errno));
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) fail_at(tmp, "", "fsync/close failed");
+  fs::rename(tmp, target);
+}
+
+}  // namespace citeforge

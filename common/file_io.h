@@ -1,0 +1,15 @@
+// Small file helpers shared by every folder.
+#pragma once
+
+#include <string>
+
+namespace citeforge {
+
+// Reads a whole file; a missing or unreadable file is citeforge::Error naming it.
+std::string read_file(const std::string& path);
+
+// Writes `bytes` to `path` via a temporary file in the same directory, fsyncs it and renames it
+// into place, so readers see either the old or the new content, never a torn file.
+void write_file_atomically(const std::string& path, const std::string& bytes);
+
+}  // namespace citeforge

@@ -1,0 +1,145 @@
+#include "models/generate.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace citeforge::models {
+namespace {
+
+// The distribution tokens are drawn from: softmax(logits / T), truncated to the top-p nucleus.
+torch::Tensor sampling_probs(const torch::Tensor& logits, const SamplingOptions& o) {
+  auto probs = torch::softmax(logits.to(torch::kFloat32) / o.temperature, -1);
+  if (o.top_p < 1.0) {
+    auto [sorted, order] = probs.sort(-1, /*descending=*/true);
+    // Keep a token while the mass before it is below top_p; the most likely token always stays.
+    auto before = sorted.cumsum(-1) - sorted;
+    sorted = sorted.masked_fill(before >= o.top_p, 0.0);
+    probs = torch::zeros_like(probs).scatter(-1, order, sorted);
+    probs = probs / probs.sum(-1, true);
+  }
+  return probs;
+}
+
+bool contains_any(const std::string& text, const std::vector<std::string>& needles, size_t* where) {
+  size_t best = std::string::npos;
+  for (const auto& n : needles)
+    if (!n.empty()) best = std::min(best, text.find(n));
+  *where = best;
+  return best != std::string::npos;
+}
+
+}  // namespace
+
+AttentionInputs left_padded_inputs(const std::vector<int64_t>& lengths, int64_t width,
+                                   const torch::Device& device) {
+  const int64_t B = static_cast<int64_t>(lengths.size());
+  auto mask = torch::zeros({B, width}, torch::kBool);
+  auto positions = torch::zeros({B, width}, torch::kInt64);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t pad = width - lengths[b];
+    mask[b].narrow(0, pad, lengths[b]).fill_(true);
+    positions[b].narrow(0, pad, lengths[b]).copy_(torch::arange(lengths[b], torch::kInt64));
+  }
+  return {positions.to(device), mask.to(device)};
+}
+
+std::vector<Generation> generate(LlamaForCausalLM& model,
+                                 const std::vector<std::vector<int64_t>>& prompts,
+                                 const SamplingOptions& o, const TokenDecoder& decode) {
+  if (prompts.empty()) return {};
+  if (o.max_new_tokens < 0) throw Error("max_new_tokens must be >= 0");
+  if (!o.greedy && (o.temperature <= 0 || o.top_p <= 0 || o.top_p > 1))
+    throw Error("sampling needs temperature > 0 and 0 < top_p <= 1");
+  if (!o.stop_strings.empty() && !decode) throw Error("stop strings need a decoder");
+  torch::NoGradGuard no_grad;
+  const auto& config = model->config;
+  const auto params = model->parameters();
+  const torch::Device device = params.front().device();
+  const std::vector<int64_t> eos = o.eos_ids.empty() ? config.eos_token_ids : o.eos_ids;
+
+  const int64_t B = static_cast<int64_t>(prompts.size());
+  std::vector<int64_t> lengths;
+  for (const auto& p : prompts) {
+    if (p.empty()) throw Error("generate: empty prompt (add a BOS token)");
+    lengths.push_back(static_cast<int64_t>(p.size()));
+  }
+  const int64_t width = *std::max_element(lengths.begin(), lengths.end());
+  if (width + o.max_new_tokens > config.max_positions)
+    throw Error("prompt (" + std::to_string(width) +
+                " tokens) plus max_new_tokens exceeds the model's " +
+                std::to_string(config.max_positions) + " positions");
+
+  auto ids = torch::zeros({B, width}, torch::kInt64);
+  for (int64_t b = 0; b < B; ++b)
+    ids[b]
+        .narrow(0, width - lengths[b], lengths[b])
+        .copy_(torch::tensor(prompts[b], torch::kInt64));
+  AttentionInputs inputs = left_padded_inputs(lengths, width, device);
+  torch::Tensor key_mask = inputs.key_mask;
+  torch::Tensor next_position = torch::tensor(lengths, torch::kInt64).to(device).unsqueeze(1);
+
+  KVCache cache = make_kv_cache(config, B, width + o.max_new_tokens, params.front().options());
+  std::vector<at::Generator> rngs;
+  for (int64_t b = 0; b < B; ++b)
+    rngs.push_back(at::detail::createCPUGenerator(o.seed * 1000003ULL + static_cast<uint64_t>(b)));
+
+  std::vector<Generation> out(B);
+  std::vector<bool> done(B, false);
+  auto logits =
+      model->logits(model->hidden_states(ids.to(device), inputs, &cache)).select(1, width - 1);
+  for (int64_t step = 0; step < o.max_new_tokens; ++step) {
+    auto log_probs =
+        torch::log_softmax(logits.to(torch::kFloat32) / (o.greedy ? 1.0 : o.temperature), -1).cpu();
+    torch::Tensor chosen;
+    if (o.greedy) {
+      chosen = log_probs.argmax(-1);
+    } else {
+      auto probs = sampling_probs(logits, o).cpu();
+      chosen = torch::empty({B}, torch::kInt64);
+      for (int64_t b = 0; b < B; ++b)
+        chosen[b] = torch::multinomial(probs[b], 1, false, rngs[b]).item<int64_t>();
+    }
+    auto chosen_acc = chosen.accessor<int64_t, 1>();
+    for (int64_t b = 0; b < B; ++b) {
+      if (done[b]) continue;
+      const int64_t token = chosen_acc[b];
+      out[b].tokens.push_back(token);
+      out[b].logprobs.push_back(log_probs[b][token].item<float>());
+      if (std::find(eos.begin(), eos.end(), token) != eos.end()) {
+        done[b] = true;
+        out[b].finish_reason = "eos";
+      } else if (!o.stop_strings.empty()) {
+        size_t at = 0;
+        if (contains_any(decode(out[b].tokens), o.stop_strings, &at)) {
+          done[b] = true;
+          out[b].finish_reason = "stop";
+        }
+      }
+    }
+    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; }) ||
+        step + 1 == o.max_new_tokens)
+      break;
+    key_mask = torch::cat({key_mask, torch::ones({B, 1}, key_mask.options())}, 1);
+    AttentionInputs step_inputs{next_position, key_mask};
+    logits =
+        model->logits(model->hidden_states(chosen.to(device).unsqueeze(1), step_inputs, &cache))
+            .select(1, 0);
+    next_position = next_position + 1;
+  }
+  for (auto& g : out) {
+    if (g.finish_reason.empty()) g.finish_reason = "length";
+    if (decode) {
+      std::vector<int64_t> visible = g.tokens;
+      if (g.finish_reason == "eos") visible.pop_back();
+      g.text = decode(visible);
+      size_t at = 0;
+      if (contains_any(g.text, o.stop_strings, &at)) g.text.resize(at);
+    }
+  }
+  return out;
+}
+
+}  // namespace citeforge::models

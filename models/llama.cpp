@@ -1,0 +1,157 @@
+#include "models/llama.h"
+
+#include <cmath>
+
+namespace citeforge::models {
+namespace {
+
+// cos/sin tables [B, 1, T, head_dim] in fp32 for HF's rotate-half convention.
+std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positions,
+                                                    int64_t head_dim, double theta) {
+  auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(positions.device());
+  auto inv_freq =
+      1.0 /
+      torch::pow(
+          theta,
+          torch::arange(0, head_dim, 2, opts.dtype(torch::kInt64)).to(torch::kFloat32) / head_dim);
+  auto freqs = positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq;  // [B, T, D/2]
+  auto emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);               // [B, 1, T, D]
+  return {emb.cos(), emb.sin()};
+}
+
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  auto halves = x.chunk(2, -1);
+  return torch::cat({-halves[1], halves[0]}, -1);
+}
+
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
+                         const torch::Tensor& sin) {
+  auto xf = x.to(torch::kFloat32);
+  return (xf * cos + rotate_half(xf) * sin).to(x.scalar_type());
+}
+
+}  // namespace
+
+torch::Tensor attention_allowed(const torch::Tensor& key_mask, int64_t batch, int64_t past,
+                                int64_t new_tokens, std::optional<int64_t> sliding_window,
+                                const torch::Device& device) {
+  const int64_t total = past + new_tokens;
+  auto opts = torch::TensorOptions().dtype(torch::kInt64).device(device);
+  auto q = torch::arange(past, total, opts).unsqueeze(1);  // [T, 1] query slots
+  auto k = torch::arange(0, total, opts).unsqueeze(0);     // [1, S] key slots
+  auto allowed = k <= q;
+  // Slots, not positions: with left padding the two differ only by a per-row constant.
+  if (sliding_window) allowed = allowed & (q - k < *sliding_window);
+  allowed = allowed.unsqueeze(0).expand({batch, new_tokens, total});
+  if (key_mask.defined()) allowed = allowed & key_mask.to(torch::kBool).unsqueeze(1);
+  return allowed;
+}
+
+AttentionImpl::AttentionImpl(const ModelConfig& c)
+    : num_heads(c.num_heads), num_kv_heads(c.num_kv_heads), head_dim(c.head_dim) {
+  q_proj = register_module("q_proj", Linear(c.hidden_size, c.num_heads * c.head_dim));
+  k_proj = register_module("k_proj", Linear(c.hidden_size, c.num_kv_heads * c.head_dim));
+  v_proj = register_module("v_proj", Linear(c.hidden_size, c.num_kv_heads * c.head_dim));
+  o_proj = register_module("o_proj", Linear(c.num_heads * c.head_dim, c.hidden_size));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
+                                     const torch::Tensor& sin, const torch::Tensor& allowed,
+                                     KVCache* cache, int64_t layer) {
+  const int64_t B = x.size(0), T = x.size(1);
+  auto q = q_proj(x).view({B, T, num_heads, head_dim}).transpose(1, 2);
+  auto k = k_proj(x).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
+  auto v = v_proj(x).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
+  q = apply_rope(q, cos, sin);
+  k = apply_rope(k, cos, sin);
+  if (cache) {
+    const int64_t past = cache->length;
+    TORCH_CHECK(past + T <= cache->capacity(), "KV cache full: ", past + T, " > ",
+                cache->capacity());
+    cache->keys[layer].narrow(2, past, T).copy_(k);
+    cache->values[layer].narrow(2, past, T).copy_(v);
+    k = cache->keys[layer].narrow(2, 0, past + T);
+    v = cache->values[layer].narrow(2, 0, past + T);
+  }
+  const int64_t groups = num_heads / num_kv_heads;
+  if (groups > 1) {  // grouped-query attention: each kv head serves `groups` query heads
+    k = k.repeat_interleave(groups, 1);
+    v = v.repeat_interleave(groups, 1);
+  }
+  auto scores =
+      torch::matmul(q, k.transpose(-2, -1)).to(torch::kFloat32) / std::sqrt(double(head_dim));
+  // The dtype's lowest value rather than -inf keeps fully masked rows (padding queries) finite.
+  scores =
+      scores.masked_fill(allowed.unsqueeze(1).logical_not(), std::numeric_limits<float>::lowest());
+  auto probs = torch::softmax(scores, -1).to(q.scalar_type());
+  auto out = torch::matmul(probs, v).transpose(1, 2).reshape({B, T, num_heads * head_dim});
+  return o_proj(out);
+}
+
+MlpImpl::MlpImpl(const ModelConfig& c) {
+  gate_proj = register_module("gate_proj", Linear(c.hidden_size, c.intermediate_size));
+  up_proj = register_module("up_proj", Linear(c.hidden_size, c.intermediate_size));
+  down_proj = register_module("down_proj", Linear(c.intermediate_size, c.hidden_size));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+}
+
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
+  self_attn = register_module("self_attn", Attention(c));
+  mlp = register_module("mlp", Mlp(c));
+  input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+  post_attention_layernorm =
+      register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
+                                        const torch::Tensor& sin, const torch::Tensor& allowed,
+                                        KVCache* cache, int64_t layer) {
+  auto h = x + self_attn(input_layernorm(x), cos, sin, allowed, cache, layer);
+  return h + mlp(post_attention_layernorm(h));
+}
+
+DecoderImpl::DecoderImpl(const ModelConfig& c) {
+  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(DecoderLayer(c));
+  norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+LlamaForCausalLMImpl::LlamaForCausalLMImpl(const ModelConfig& c) : config(c) {
+  model = register_module("model", Decoder(c));
+  if (!c.tie_word_embeddings)
+    lm_head = register_module("lm_head", Linear(c.hidden_size, c.vocab_size));
+}
+
+torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids,
+                                                  const AttentionInputs& inputs, KVCache* cache) {
+  const int64_t B = input_ids.size(0), T = input_ids.size(1);
+  const int64_t past = cache ? cache->length : 0;
+  auto [cos, sin] = rope_tables(inputs.positions, config.head_dim, config.rope_theta);
+  auto allowed =
+      attention_allowed(inputs.key_mask, B, past, T, config.sliding_window, input_ids.device());
+  auto h = model->embed_tokens(input_ids);
+  for (size_t i = 0; i < model->layers->size(); ++i)
+    h = model->layers[i]->as<DecoderLayerImpl>()->forward(h, cos, sin, allowed, cache, int64_t(i));
+  if (cache) cache->length += T;
+  return model->norm(h);
+}
+
+torch::Tensor LlamaForCausalLMImpl::logits(const torch::Tensor& hidden) {
+  return lm_head ? lm_head(hidden) : torch::linear(hidden, model->embed_tokens->weight);
+}
+
+torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor& input_ids) {
+  AttentionInputs inputs;
+  inputs.positions =
+      torch::arange(input_ids.size(1),
+                    torch::TensorOptions().dtype(torch::kInt64).device(input_ids.device()))
+          .unsqueeze(0)
+          .expand({input_ids.size(0), input_ids.size(1)});
+  return logits(hidden_states(input_ids, inputs));
+}
+
+}  // namespace citeforge::models

@@ -1,0 +1,82 @@
+// The Llama / Mistral decoder with HF parameter names, so an HF checkpoint loads directly:
+// embeddings, N blocks of (RMSNorm, grouped-query attention with RoPE and an optional sliding
+// window, residual, RMSNorm, SwiGLU MLP, residual), final RMSNorm and an LM head, tied or not.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "models/hf_config.h"
+#include "models/kv_cache.h"
+#include "models/linear.h"
+
+namespace citeforge::models {
+
+// What one forward pass sees besides the token ids.
+struct AttentionInputs {
+  torch::Tensor positions;  // [B, T] RoPE positions of the new tokens (int64)
+  torch::Tensor key_mask;   // [B, past + T] bool: which key slots hold real tokens; undefined = all
+};
+
+struct AttentionImpl : torch::nn::Module {
+  AttentionImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& allowed, KVCache* cache, int64_t layer);
+
+  Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  int64_t num_heads, num_kv_heads, head_dim;
+};
+TORCH_MODULE(Attention);
+
+struct MlpImpl : torch::nn::Module {
+  MlpImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+struct DecoderLayerImpl : torch::nn::Module {
+  DecoderLayerImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& allowed, KVCache* cache, int64_t layer);
+
+  Attention self_attn{nullptr};
+  Mlp mlp{nullptr};
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+// HF's LlamaModel: everything but the LM head.
+struct DecoderImpl : torch::nn::Module {
+  DecoderImpl(const ModelConfig& config);
+
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers;
+  RMSNorm norm{nullptr};
+};
+TORCH_MODULE(Decoder);
+
+struct LlamaForCausalLMImpl : torch::nn::Module {
+  explicit LlamaForCausalLMImpl(const ModelConfig& config);
+
+  // Final hidden states [B, T, hidden] of `input_ids` [B, T]. With a cache, the new keys and
+  // values are written after cache->length and the length advances by T.
+  torch::Tensor hidden_states(const torch::Tensor& input_ids, const AttentionInputs& inputs,
+                              KVCache* cache = nullptr);
+  torch::Tensor logits(const torch::Tensor& hidden);
+  // Logits of unpadded sequences [B, T] starting at position 0, no cache.
+  torch::Tensor forward(const torch::Tensor& input_ids);
+
+  ModelConfig config;
+  Decoder model{nullptr};
+  Linear lm_head{nullptr};  // null when tied to the embeddings
+};
+TORCH_MODULE(LlamaForCausalLM);
+
+// The [B, T, S] mask of which key slots each new token may attend to: causal, key padding and
+// the sliding window. Queries are the T slots after `past`; S = past + T.
+torch::Tensor attention_allowed(const torch::Tensor& key_mask, int64_t batch, int64_t past,
+                                int64_t new_tokens, std::optional<int64_t> sliding_window,
+                                const torch::Device& device);
+
+}  // namespace citeforge::models

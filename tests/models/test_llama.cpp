@@ -1,0 +1,130 @@
+// The decoder against HF transformers: fixtures made by scripts/make_model_fixtures.py.
+#include <catch2/catch.hpp>
+
+#include "models/checkpoint_io.h"
+#include "models/generate.h"
+#include "models/tokenizer.h"
+#include "tests/test_paths.h"
+
+using namespace citeforge;
+
+namespace {
+
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat32) - b.to(torch::kFloat32)).abs().max().item<double>();
+}
+
+void check_fixture(const std::string& name) {
+  const auto dir = testing::source_path("tests/fixtures/models/" + name);
+  auto model = models::load_model(dir);
+  auto expected = models::open_safetensors(dir + "/expected.safetensors");
+  auto logits = model->forward(expected.get("input_ids"));
+  INFO(name << ": max |logit| " << expected.get("logits").abs().max().item<double>());
+  CHECK(logits.sizes() == expected.get("logits").sizes());
+  CHECK(max_abs_diff(logits, expected.get("logits")) < 1e-4);
+}
+
+}  // namespace
+
+TEST_CASE("Mistral with a sliding window, untied head, theta 1e6 and wide heads matches HF",
+          "[models][llama][hf]") {
+  auto config = models::read_model_config(
+      testing::source_path("tests/fixtures/models/mistral_sliding/config.json"));
+  REQUIRE(config.sliding_window);
+  REQUIRE(config.head_dim * config.num_heads != config.hidden_size);
+  REQUIRE_FALSE(config.tie_word_embeddings);
+  check_fixture("mistral_sliding");
+}
+
+TEST_CASE("Llama with bf16 weights matches HF in fp32", "[models][llama][hf]") {
+  auto ckpt = models::open_safetensors(testing::source_path("tests/fixtures/models/llama_bf16"));
+  REQUIRE(ckpt.get("model.embed_tokens.weight").scalar_type() == torch::kBFloat16);
+  check_fixture("llama_bf16");
+}
+
+TEST_CASE("Llama with tied embeddings and theta 5e5 matches HF", "[models][llama][hf]") {
+  check_fixture("llama_tied");
+}
+
+TEST_CASE("stories260K: greedy decoding and logits match HF transformers", "[models][llama][hf]") {
+  const auto dir = testing::shared_path("models/stories260K");
+  auto model = models::load_model(dir);
+  models::Tokenizer tokenizer(dir + "/tokenizer.model");
+  auto expected = models::open_safetensors(
+      testing::source_path("tests/fixtures/models/stories260K/expected.safetensors"));
+  auto prompt = tokenizer.encode("Once upon a time", /*add_bos=*/true);
+  auto expected_prompt = expected.get("prompt_ids");
+  REQUIRE(prompt ==
+          std::vector<int64_t>(expected_prompt.data_ptr<int64_t>(),
+                               expected_prompt.data_ptr<int64_t>() + expected_prompt.numel()));
+
+  models::SamplingOptions greedy;
+  greedy.max_new_tokens = 64;
+  greedy.eos_ids = {-1};  // HF was run without EOS stopping, so exactly 64 tokens compare
+  auto out = models::generate(model, {prompt}, greedy);
+  auto expected_tokens = expected.get("generated_ids");
+  CHECK(out[0].tokens ==
+        std::vector<int64_t>(expected_tokens.data_ptr<int64_t>(),
+                             expected_tokens.data_ptr<int64_t>() + expected_tokens.numel()));
+
+  auto all = torch::cat({expected_prompt, expected_tokens}).unsqueeze(0);
+  auto logits = model->forward(all)[0];
+  CHECK(max_abs_diff(logits, expected.get("logits")) < 1e-4);
+  // The log-probabilities generate() returns are those of the full forward pass.
+  auto log_probs = torch::log_softmax(logits, -1);
+  const int64_t P = expected_prompt.numel();
+  for (size_t i = 0; i < out[0].tokens.size(); ++i)
+    CHECK(out[0].logprobs[i] ==
+          Approx(log_probs[P - 1 + i][out[0].tokens[i]].item<float>()).margin(1e-4));
+}
+
+TEST_CASE("incremental decoding with the KV cache equals a full forward", "[models][llama][kv]") {
+  for (const char* name : {"mistral_sliding", "llama_tied"}) {
+    auto model =
+        models::load_model(testing::source_path(std::string("tests/fixtures/models/") + name));
+    torch::NoGradGuard no_grad;
+    auto ids = torch::randint(0, model->config.vocab_size, {2, 14}, torch::kInt64);
+    auto full = model->forward(ids);
+    auto cache = models::make_kv_cache(model->config, 2, 14, torch::kFloat32);
+    std::vector<torch::Tensor> pieces;
+    int64_t start = 0;
+    for (int64_t len : {5, 1, 3, 1, 4}) {  // prefill, then steps of varying size
+      models::AttentionInputs in;
+      in.positions = torch::arange(start, start + len, torch::kInt64).unsqueeze(0).expand({2, len});
+      pieces.push_back(model->logits(model->hidden_states(ids.narrow(1, start, len), in, &cache)));
+      start += len;
+    }
+    INFO(name);
+    CHECK(cache.length == 14);
+    CHECK(max_abs_diff(torch::cat(pieces, 1), full) < 1e-5);
+  }
+}
+
+TEST_CASE("a batch of prompts of different lengths decodes like each prompt alone",
+          "[models][generate]") {
+  for (const char* name : {"mistral_sliding", "llama_bf16"}) {
+    auto model =
+        models::load_model(testing::source_path(std::string("tests/fixtures/models/") + name));
+    std::vector<std::vector<int64_t>> prompts = {{1, 5, 9}, {1, 7, 3, 8, 2, 6, 11}, {1, 4}};
+    models::SamplingOptions greedy;
+    greedy.max_new_tokens = 12;
+    greedy.eos_ids = {-1};
+    auto batched = models::generate(model, prompts, greedy);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      auto alone = models::generate(model, {prompts[i]}, greedy);
+      INFO(name << " prompt " << i);
+      CHECK(batched[i].tokens == alone[0].tokens);
+      for (size_t t = 0; t < alone[0].logprobs.size(); ++t)
+        CHECK(batched[i].logprobs[t] == Approx(alone[0].logprobs[t]).margin(1e-4));
+    }
+  }
+}
+
+TEST_CASE("the attention mask combines causality, padding and the sliding window",
+          "[models][llama]") {
+  auto key_mask = torch::tensor({{0, 1, 1, 1}}, torch::kBool);
+  auto allowed = models::attention_allowed(key_mask, 1, 0, 4, 2, torch::kCPU)[0];
+  auto expected =
+      torch::tensor({{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 1, 1, 0}, {0, 0, 1, 1}}, torch::kBool);
+  CHECK(torch::equal(allowed, expected));
+}

@@ -1,0 +1,146 @@
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/file_io.h"
+#include "models/checkpoint_io.h"
+#include "models/safetensors.h"
+#include "tests/test_paths.h"
+
+using namespace citeforge;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string write_sample(const fs::path& dir) {
+  auto path = (dir / "sample.safetensors").string();
+  models::write_safetensors(path,
+                            {{"a", torch::arange(6, torch::kFloat32).view({2, 3})},
+                             {"b", torch::tensor({1.5, -2.0}, torch::kBFloat16)},
+                             {"ids", torch::tensor({7, 8, 9}, torch::kInt64)}},
+                            {{"format", "pt"}});
+  return path;
+}
+
+// Rewrites the 8-byte header length of a file.
+void patch_header_length(const std::string& path, uint64_t len) {
+  std::string bytes = read_file(path);
+  std::memcpy(bytes.data(), &len, 8);
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+}  // namespace
+
+TEST_CASE("safetensors round-trips F32, BF16 and I64 tensors", "[models][safetensors]") {
+  auto dir = testing::temp_dir("st");
+  auto ckpt = models::open_safetensors(write_sample(dir));
+  CHECK(ckpt.names() == std::vector<std::string>{"a", "b", "ids"});
+  CHECK(ckpt.metadata.at("format") == "pt");
+  CHECK(torch::equal(ckpt.get("a"), torch::arange(6, torch::kFloat32).view({2, 3})));
+  CHECK(ckpt.get("b").scalar_type() == torch::kBFloat16);
+  CHECK(ckpt.get("b")[1].item<float>() == -2.0f);
+  CHECK(ckpt.get("ids")[2].item<int64_t>() == 9);
+}
+
+TEST_CASE("tensors view the mapping and outlive the checkpoint object", "[models][safetensors]") {
+  auto dir = testing::temp_dir("st");
+  torch::Tensor a;
+  {
+    auto ckpt = models::open_safetensors(write_sample(dir));
+    a = ckpt.get("a");
+  }
+  CHECK(a.sum().item<float>() == 15.0f);
+}
+
+TEST_CASE("damaged safetensors files give errors naming file and tensor",
+          "[models][safetensors][errors]") {
+  auto dir = testing::temp_dir("st");
+  auto path = write_sample(dir);
+  const std::string bytes = read_file(path);
+
+  SECTION("truncated data section") {
+    std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() - 4);
+    CHECK_THROWS_WITH(models::open_safetensors(path),
+                      Contains(path) && Contains("tensor 'ids'") && Contains("truncated"));
+  }
+  SECTION("header length beyond the file") {
+    patch_header_length(path, 1u << 30);
+    CHECK_THROWS_WITH(models::open_safetensors(path), Contains(path) && Contains("header length"));
+  }
+  SECTION("header length pointing into the middle of the JSON") {
+    patch_header_length(path, 10);
+    CHECK_THROWS_WITH(models::open_safetensors(path), Contains(path) && Contains("invalid JSON"));
+  }
+  SECTION("file shorter than the length prefix") {
+    std::ofstream(path, std::ios::binary) << "abc";
+    CHECK_THROWS_WITH(models::open_safetensors(path), Contains("too short"));
+  }
+  SECTION("missing file") {
+    CHECK_THROWS_WITH(models::open_safetensors((dir / "nope.safetensors").string()),
+                      Contains("nope.safetensors") && Contains("cannot open"));
+  }
+}
+
+TEST_CASE("a sharded checkpoint must match its index", "[models][safetensors][errors]") {
+  auto dir = testing::temp_dir("shard");
+  models::write_safetensors((dir / "s1.safetensors").string(), {{"x", torch::ones({2})}});
+  models::write_safetensors((dir / "s2.safetensors").string(), {{"y", torch::ones({3})}});
+  auto write_index = [&](nlohmann::json map) {
+    std::ofstream(dir / "model.safetensors.index.json")
+        << nlohmann::json{{"weight_map", map}}.dump();
+  };
+  write_index({{"x", "s1.safetensors"}, {"y", "s2.safetensors"}});
+  auto ckpt = models::open_safetensors(dir.string());
+  CHECK(ckpt.get("y").numel() == 3);
+
+  write_index({{"x", "s1.safetensors"}, {"y", "s2.safetensors"}, {"z", "s2.safetensors"}});
+  CHECK_THROWS_WITH(models::open_safetensors(dir.string()),
+                    Contains("tensor 'z'") && Contains("missing from the shard"));
+
+  write_index({{"x", "s1.safetensors"}, {"y", "s1.safetensors"}});
+  CHECK_THROWS_WITH(models::open_safetensors(dir.string()), Contains("tensor 'y'"));
+}
+
+TEST_CASE("loading weights rejects missing, extra and mis-shaped tensors",
+          "[models][safetensors][errors]") {
+  const auto fixture = testing::source_path("tests/fixtures/models/llama_tied");
+  auto config = models::read_model_config(fixture + "/config.json");
+  auto original = models::open_safetensors(fixture);
+  auto dir = testing::temp_dir("load");
+  auto rewrite = [&](auto edit) {
+    std::vector<std::pair<std::string, torch::Tensor>> tensors;
+    for (const auto& name : original.names()) tensors.emplace_back(name, original.get(name));
+    edit(tensors);
+    models::write_safetensors((dir / "model.safetensors").string(), tensors);
+    return models::open_safetensors(dir.string());
+  };
+  models::LlamaForCausalLM model(config);
+
+  auto missing = rewrite([](auto& t) { t.erase(t.begin()); });
+  CHECK_THROWS_WITH(models::load_weights(model, missing), Contains("missing from the checkpoint"));
+
+  auto extra = rewrite([](auto& t) { t.emplace_back("lm_head.weight", torch::zeros({4, 4})); });
+  CHECK_THROWS_WITH(models::load_weights(model, extra), Contains("model.safetensors") &&
+                                                            Contains("tensor 'lm_head.weight'") &&
+                                                            Contains("ties"));
+
+  auto misshaped = rewrite([](auto& t) {
+    for (auto& [name, tensor] : t)
+      if (name == "model.norm.weight") tensor = torch::ones({tensor.size(0) + 1});
+  });
+  CHECK_THROWS_WITH(models::load_weights(model, misshaped),
+                    Contains("tensor 'model.norm.weight'") && Contains("does not match"));
+}
+
+TEST_CASE("save_model writes an HF directory that loads back identically",
+          "[models][safetensors]") {
+  auto model = models::load_model(testing::shared_path("models/stories260K"));
+  auto dir = testing::temp_dir("save");
+  models::save_model(model, dir.string());
+  auto again = models::load_model(dir.string());
+  auto ids = torch::tensor({{1, 100, 200, 300}}, torch::kInt64);
+  CHECK(torch::equal(model->forward(ids), again->forward(ids)));
+}

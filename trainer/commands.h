@@ -1,0 +1,14 @@
+// The citeforge subcommands. Each takes the arguments after its name and returns the exit code;
+// errors are thrown as citeforge::Error and turned into one line by main().
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace citeforge::trainer {
+
+using Args = std::vector<std::string>;
+
+int command_generate(const Args& args);
+
+}  // namespace citeforge::trainer
