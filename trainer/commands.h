@@ -10,5 +10,7 @@ namespace citeforge::trainer {
 using Args = std::vector<std::string>;
 
 int command_generate(const Args& args);
+int command_score(const Args& args);
+int command_data(const Args& args);
 
 }  // namespace citeforge::trainer

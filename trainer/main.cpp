@@ -21,6 +21,8 @@ struct Command {
 const std::map<std::string, Command>& commands() {
   static const std::map<std::string, Command> table = {
       {"generate", {command_generate, "decode a continuation with a model (and adapter)"}},
+      {"score", {command_score, "score answers' citations against an example file"}},
+      {"data", {command_data, "import, synthesise, inspect and render example files"}},
   };
   return table;
 }
