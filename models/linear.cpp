@@ -1,14 +1,57 @@
 #include "models/linear.h"
 
+#include <cmath>
+
+#include "common/error.h"
+
 namespace citeforge::models {
 
-LinearImpl::LinearImpl(int64_t in_features, int64_t out_features) {
-  weight = register_parameter("weight", torch::empty({out_features, in_features}));
+LinearImpl::LinearImpl(int64_t in, int64_t out, bool allocate)
+    : in_features(in), out_features(out) {
+  if (!allocate) return;
+  weight = register_parameter("weight", torch::empty({out, in}));
   torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));  // torch.nn.Linear's default
 }
 
+torch::Tensor LinearImpl::base_weight(torch::Dtype dtype) const {
+  if (nf4) return nf4_dequantize(*nf4, dtype);
+  if (!weight.defined()) throw Error("linear layer: base weight was never loaded");
+  return weight.scalar_type() == dtype ? weight : weight.to(dtype);
+}
+
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
-  return torch::linear(x, weight);
+  auto y = torch::linear(x, base_weight(x.scalar_type()));
+  if (has_lora() && adapter_enabled) {
+    auto h = lora_dropout > 0 ? torch::dropout(x, lora_dropout, is_training()) : x;
+    auto a = lora_A.scalar_type() == x.scalar_type() ? lora_A : lora_A.to(x.scalar_type());
+    auto b = lora_B.scalar_type() == x.scalar_type() ? lora_B : lora_B.to(x.scalar_type());
+    y = y + torch::linear(torch::linear(h, a), b) * lora_scale;
+  }
+  return y;
+}
+
+void LinearImpl::quantize_nf4(int64_t blocksize) {
+  if (nf4) return;
+  if (!weight.defined()) throw Error("linear layer: cannot quantise a weight that was never loaded");
+  set_nf4(nf4_quantize(weight.detach(), blocksize));
+}
+
+void LinearImpl::set_nf4(Nf4Weight w) {
+  nf4 = std::move(w);
+  if (weight.defined()) parameters_.erase("weight");
+  weight = torch::Tensor();
+}
+
+void LinearImpl::add_lora(const LoraSpec& spec) {
+  if (spec.r <= 0) throw Error("lora: r must be > 0 (got " + std::to_string(spec.r) + ")");
+  auto options = torch::TensorOptions().dtype(torch::kFloat32);
+  if (nf4) options = options.device(nf4->device());
+  else if (weight.defined()) options = options.device(weight.device());
+  lora_A = register_parameter("lora_A", torch::empty({spec.r, in_features}, options));
+  torch::nn::init::kaiming_uniform_(lora_A, std::sqrt(5.0));  // peft's default for A
+  lora_B = register_parameter("lora_B", torch::zeros({out_features, spec.r}, options));
+  lora_scale = spec.alpha / double(spec.r);
+  lora_dropout = spec.dropout;
 }
 
 RMSNormImpl::RMSNormImpl(int64_t size, double eps_) : eps(eps_) {

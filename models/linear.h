@@ -1,17 +1,49 @@
-// A bias-free linear layer with the parameter name HF uses ("weight", [out, in]).
-// Every projection of the decoder is one of these, so later layers (NF4 base, LoRA adapters)
-// replace one type rather than many call sites.
+// The linear layer every projection of the decoder uses: a frozen base, dense ("weight",
+// [out, in], HF's name) or NF4-quantised, plus an optional LoRA adapter (QLoRA):
+//   y = x W^T + (alpha / r) * dropout(x) A^T B^T,   A [r, in] Kaiming-uniform, B [out, r] zeros.
+// Switching the adapter off gives the base model's output, which is the frozen reference
+// policy PPO needs without a second copy of the base.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <optional>
+
+#include "models/nf4.h"
+
 namespace citeforge::models {
 
+struct LoraSpec {
+  int64_t r = 8;
+  double alpha = 16;
+  double dropout = 0.0;
+};
+
 struct LinearImpl : torch::nn::Module {
-  LinearImpl(int64_t in_features, int64_t out_features);
+  // `allocate = false` leaves the dense weight undefined (shape only), for loaders that quantise
+  // a checkpoint tensor by tensor without ever holding the whole model dense.
+  LinearImpl(int64_t in_features, int64_t out_features, bool allocate = true);
   torch::Tensor forward(const torch::Tensor& x);
 
-  torch::Tensor weight;
+  // The base weight as a dense tensor of `dtype` (dequantised when NF4).
+  torch::Tensor base_weight(torch::Dtype dtype) const;
+  // Replaces the dense base by its NF4 codes (the "weight" parameter goes away).
+  void quantize_nf4(int64_t blocksize = 64);
+  // Sets an NF4 base directly (quantised elsewhere, e.g. while loading).
+  void set_nf4(Nf4Weight weight);
+  bool is_nf4() const { return nf4.has_value(); }
+
+  // Adds trainable lora_A / lora_B parameters (registered under those names). The base is
+  // frozen by the caller (see attach_lora in models/lora.h).
+  void add_lora(const LoraSpec& spec);
+  bool has_lora() const { return lora_A.defined(); }
+
+  int64_t in_features, out_features;
+  torch::Tensor weight;  // dense base; undefined when NF4 or not allocated
+  std::optional<Nf4Weight> nf4;
+  torch::Tensor lora_A, lora_B;
+  double lora_scale = 0, lora_dropout = 0;
+  bool adapter_enabled = true;
 };
 TORCH_MODULE(Linear);
 

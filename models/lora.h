@@ -1,0 +1,46 @@
+// LoRA adapters over a whole model (QLoRA style): which linear layers get one, switching them
+// on and off, and the adapters' parameters by name.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "models/linear.h"
+#include "models/llama.h"
+
+namespace citeforge::models {
+
+struct LoraConfig {
+  LoraSpec spec;
+  // Last name component of the linear layers to adapt ("q_proj", ...); "all-linear" means every
+  // projection of the decoder blocks (the LM head is never adapted, as in peft).
+  std::vector<std::string> target_modules = {"all-linear"};
+};
+
+// The projection names of a Llama/Mistral block, i.e. what "all-linear" expands to.
+const std::vector<std::string>& llama_linear_names();
+
+// Adds adapters to the targeted layers and freezes every other parameter of the model. Returns
+// the full names of the adapted layers. An unknown target name is an Error.
+std::vector<std::string> attach_lora(LlamaForCausalLM& model, const LoraConfig& config);
+
+// Turns every adapter of the model on or off (off = the base model, PPO's reference policy).
+void set_adapters_enabled(LlamaForCausalLM& model, bool enabled);
+
+// RAII switch: adapters off for a scope, restored afterwards.
+struct AdaptersDisabled {
+  explicit AdaptersDisabled(LlamaForCausalLM& model);
+  ~AdaptersDisabled();
+  LlamaForCausalLM& model;
+};
+
+// The adapter parameters by citeforge name ("model.layers.0.self_attn.q_proj.lora_A"), in a
+// fixed order. These (plus a value head) are all that trains.
+std::vector<std::pair<std::string, torch::Tensor>> lora_parameters(LlamaForCausalLM& model);
+
+// Every (name, layer) of the model's linear layers.
+std::vector<std::pair<std::string, Linear>> named_linears(LlamaForCausalLM& model);
+
+}  // namespace citeforge::models
