@@ -23,20 +23,44 @@ bool ignorable(const std::string& name) {
 
 }  // namespace
 
-void load_weights(LlamaForCausalLM& model, const SafetensorsCheckpoint& checkpoint) {
+namespace {
+
+bool is_adapter(const std::string& name) {
+  return name.size() > 7 && (name.compare(name.size() - 7, 7, ".lora_A") == 0 ||
+                             name.compare(name.size() - 7, 7, ".lora_B") == 0);
+}
+
+const TensorEntry& entry_of(const SafetensorsCheckpoint& checkpoint, const std::string& name,
+                            torch::IntArrayRef expected_shape) {
+  auto it = checkpoint.tensors.find(name);
+  if (it == checkpoint.tensors.end())
+    fail_at(checkpoint.location, "tensor '" + name + "'", "missing from the checkpoint");
+  if (torch::IntArrayRef(it->second.shape) != expected_shape)
+    fail_at(it->second.file, "tensor '" + name + "'",
+            "shape " + shape_string(it->second.shape) + " does not match the config's " +
+                shape_string(expected_shape));
+  return it->second;
+}
+
+}  // namespace
+
+void load_weights(LlamaForCausalLM& model, const SafetensorsCheckpoint& checkpoint,
+                  torch::Device quantize_device) {
   torch::NoGradGuard no_grad;
   std::set<std::string> used;
   for (auto& item : model->named_parameters()) {
     const std::string& name = item.key();
-    auto it = checkpoint.tensors.find(name);
-    if (it == checkpoint.tensors.end())
-      fail_at(checkpoint.location, "tensor '" + name + "'", "missing from the checkpoint");
-    torch::Tensor& param = item.value();
-    if (torch::IntArrayRef(it->second.shape) != param.sizes())
-      fail_at(it->second.file, "tensor '" + name + "'",
-              "shape " + shape_string(it->second.shape) + " does not match the config's " +
-                  shape_string(param.sizes()));
-    param.copy_(checkpoint.get(name));
+    if (is_adapter(name)) continue;
+    entry_of(checkpoint, name, item.value().sizes());
+    item.value().copy_(checkpoint.get(name));
+    used.insert(name);
+  }
+  for (auto& item : model->named_modules("", /*include_self=*/false)) {
+    auto linear = std::dynamic_pointer_cast<LinearImpl>(item.value());
+    if (!linear || linear->weight.defined() || linear->is_nf4()) continue;
+    const std::string name = item.key() + ".weight";
+    entry_of(checkpoint, name, {linear->out_features, linear->in_features});
+    linear->set_nf4(nf4_quantize(checkpoint.get(name).to(quantize_device, torch::kFloat32)));
     used.insert(name);
   }
   for (const auto& [name, entry] : checkpoint.tensors)
@@ -47,26 +71,46 @@ void load_weights(LlamaForCausalLM& model, const SafetensorsCheckpoint& checkpoi
                   : "unexpected tensor (not a parameter of " + model->config.architecture + ")");
 }
 
-LlamaForCausalLM load_model(const std::string& dir, torch::Dtype dtype, torch::Device device) {
+LlamaForCausalLM load_model(const std::string& dir, const LoadOptions& options) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir)) fail_at(dir, "", "model directory does not exist");
   ModelConfig config = read_model_config((fs::path(dir) / "config.json").string());
   auto checkpoint = open_safetensors(dir);
-  LlamaForCausalLM model(config);
-  load_weights(model, checkpoint);
-  model->to(device, dtype);
+  LlamaForCausalLM model(config, /*allocate_block_linears=*/!options.nf4);
+  load_weights(model, checkpoint, options.device);
+  model->to(options.device, options.dtype);
   model->eval();
   return model;
+}
+
+LlamaForCausalLM load_model(const std::string& dir, torch::Dtype dtype, torch::Device device) {
+  LoadOptions options;
+  options.dtype = dtype;
+  options.device = device;
+  return load_model(dir, options);
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> dense_weights(LlamaForCausalLM& model,
+                                                                 torch::Dtype dtype) {
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  for (auto& item : model->named_parameters())
+    if (!is_adapter(item.key())) tensors.emplace_back(item.key(), item.value().detach());
+  for (auto& item : model->named_modules("", /*include_self=*/false)) {
+    auto linear = std::dynamic_pointer_cast<LinearImpl>(item.value());
+    if (linear && linear->is_nf4())
+      tensors.emplace_back(item.key() + ".weight", linear->base_weight(dtype));
+  }
+  return tensors;
 }
 
 void save_model(LlamaForCausalLM& model, const std::string& dir) {
   namespace fs = std::filesystem;
   fs::create_directories(dir);
-  std::vector<std::pair<std::string, torch::Tensor>> tensors;
-  for (auto& item : model->named_parameters()) tensors.emplace_back(item.key(), item.value());
+  const auto dtype = model->model->embed_tokens->weight.scalar_type();
+  auto tensors = dense_weights(model, dtype);
   write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
   ModelConfig config = model->config;
-  config.dtype = tensors.front().second.scalar_type() == torch::kBFloat16 ? "bfloat16" : "float32";
+  config.dtype = dtype == torch::kBFloat16 ? "bfloat16" : "float32";
   write_file_atomically((fs::path(dir) / "config.json").string(),
                         model_config_to_json(config).dump(2) + "\n");
 }

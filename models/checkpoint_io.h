@@ -10,15 +10,30 @@
 
 namespace citeforge::models {
 
-// Copies every parameter of `model` from `checkpoint` by HF name, converting dtype. A missing
+// Copies every parameter of `model` from `checkpoint` by HF name, converting dtype. A linear
+// layer whose weight was left unallocated is quantised to NF4 straight from the checkpoint on
+// `quantize_device`, one tensor at a time, so the dense model never exists whole. A missing
 // tensor, an unexpected extra tensor or a shape mismatch is an Error naming file and tensor.
-void load_weights(LlamaForCausalLM& model, const SafetensorsCheckpoint& checkpoint);
+void load_weights(LlamaForCausalLM& model, const SafetensorsCheckpoint& checkpoint,
+                  torch::Device quantize_device = torch::kCPU);
 
-// Reads DIR/config.json and DIR's safetensors into a new model of `dtype` on `device`.
-LlamaForCausalLM load_model(const std::string& dir, torch::Dtype dtype = torch::kFloat32,
+struct LoadOptions {
+  torch::Dtype dtype = torch::kFloat32;  // of the dense parameters
+  torch::Device device = torch::kCPU;
+  bool nf4 = false;  // quantise the decoder blocks' projections (QLoRA's frozen base)
+};
+
+// Reads DIR/config.json and DIR's safetensors into a new model.
+LlamaForCausalLM load_model(const std::string& dir, const LoadOptions& options = {});
+LlamaForCausalLM load_model(const std::string& dir, torch::Dtype dtype,
                             torch::Device device = torch::kCPU);
 
-// Writes DIR/config.json and DIR/model.safetensors (atomically, file by file).
+// Writes DIR/config.json and DIR/model.safetensors (atomically, file by file). NF4 layers are
+// written dequantised, in the dtype of the model's dense parameters.
 void save_model(LlamaForCausalLM& model, const std::string& dir);
+
+// The model's weights by HF name as dense tensors (NF4 layers dequantised to `dtype`).
+std::vector<std::pair<std::string, torch::Tensor>> dense_weights(LlamaForCausalLM& model,
+                                                                 torch::Dtype dtype);
 
 }  // namespace citeforge::models

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "models/grad_checkpoint.h"
+
 namespace citeforge::models {
 namespace {
 
@@ -47,12 +49,12 @@ torch::Tensor attention_allowed(const torch::Tensor& key_mask, int64_t batch, in
   return allowed;
 }
 
-AttentionImpl::AttentionImpl(const ModelConfig& c)
+AttentionImpl::AttentionImpl(const ModelConfig& c, bool allocate)
     : num_heads(c.num_heads), num_kv_heads(c.num_kv_heads), head_dim(c.head_dim) {
-  q_proj = register_module("q_proj", Linear(c.hidden_size, c.num_heads * c.head_dim));
-  k_proj = register_module("k_proj", Linear(c.hidden_size, c.num_kv_heads * c.head_dim));
-  v_proj = register_module("v_proj", Linear(c.hidden_size, c.num_kv_heads * c.head_dim));
-  o_proj = register_module("o_proj", Linear(c.num_heads * c.head_dim, c.hidden_size));
+  q_proj = register_module("q_proj", Linear(c.hidden_size, c.num_heads * c.head_dim, allocate));
+  k_proj = register_module("k_proj", Linear(c.hidden_size, c.num_kv_heads * c.head_dim, allocate));
+  v_proj = register_module("v_proj", Linear(c.hidden_size, c.num_kv_heads * c.head_dim, allocate));
+  o_proj = register_module("o_proj", Linear(c.num_heads * c.head_dim, c.hidden_size, allocate));
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
@@ -88,19 +90,19 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   return o_proj(out);
 }
 
-MlpImpl::MlpImpl(const ModelConfig& c) {
-  gate_proj = register_module("gate_proj", Linear(c.hidden_size, c.intermediate_size));
-  up_proj = register_module("up_proj", Linear(c.hidden_size, c.intermediate_size));
-  down_proj = register_module("down_proj", Linear(c.intermediate_size, c.hidden_size));
+MlpImpl::MlpImpl(const ModelConfig& c, bool allocate) {
+  gate_proj = register_module("gate_proj", Linear(c.hidden_size, c.intermediate_size, allocate));
+  up_proj = register_module("up_proj", Linear(c.hidden_size, c.intermediate_size, allocate));
+  down_proj = register_module("down_proj", Linear(c.intermediate_size, c.hidden_size, allocate));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
 }
 
-DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
-  self_attn = register_module("self_attn", Attention(c));
-  mlp = register_module("mlp", Mlp(c));
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, bool allocate) {
+  self_attn = register_module("self_attn", Attention(c, allocate));
+  mlp = register_module("mlp", Mlp(c, allocate));
   input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
   post_attention_layernorm =
       register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
@@ -113,15 +115,16 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
   return h + mlp(post_attention_layernorm(h));
 }
 
-DecoderImpl::DecoderImpl(const ModelConfig& c) {
+DecoderImpl::DecoderImpl(const ModelConfig& c, bool allocate) {
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(DecoderLayer(c));
+  for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(DecoderLayer(c, allocate));
   norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps));
 }
 
-LlamaForCausalLMImpl::LlamaForCausalLMImpl(const ModelConfig& c) : config(c) {
-  model = register_module("model", Decoder(c));
+LlamaForCausalLMImpl::LlamaForCausalLMImpl(const ModelConfig& c, bool allocate_block_linears)
+    : config(c) {
+  model = register_module("model", Decoder(c, allocate_block_linears));
   if (!c.tie_word_embeddings)
     lm_head = register_module("lm_head", Linear(c.hidden_size, c.vocab_size));
 }
@@ -134,8 +137,16 @@ torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids
   auto allowed =
       attention_allowed(inputs.key_mask, B, past, T, config.sliding_window, input_ids.device());
   auto h = model->embed_tokens(input_ids);
-  for (size_t i = 0; i < model->layers->size(); ++i)
-    h = model->layers[i]->as<DecoderLayerImpl>()->forward(h, cos, sin, allowed, cache, int64_t(i));
+  const bool recompute = gradient_checkpointing && torch::GradMode::is_enabled() && !cache;
+  for (size_t i = 0; i < model->layers->size(); ++i) {
+    auto* layer = model->layers[i]->as<DecoderLayerImpl>();
+    if (recompute)
+      h = checkpointed(
+          [=](const torch::Tensor& x) { return layer->forward(x, cos, sin, allowed, nullptr, 0); },
+          h);
+    else
+      h = layer->forward(h, cos, sin, allowed, cache, int64_t(i));
+  }
   if (cache) cache->length += T;
   return model->norm(h);
 }

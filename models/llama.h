@@ -18,7 +18,7 @@ struct AttentionInputs {
 };
 
 struct AttentionImpl : torch::nn::Module {
-  AttentionImpl(const ModelConfig& config);
+  AttentionImpl(const ModelConfig& config, bool allocate = true);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& allowed, KVCache* cache, int64_t layer);
 
@@ -28,7 +28,7 @@ struct AttentionImpl : torch::nn::Module {
 TORCH_MODULE(Attention);
 
 struct MlpImpl : torch::nn::Module {
-  MlpImpl(const ModelConfig& config);
+  MlpImpl(const ModelConfig& config, bool allocate = true);
   torch::Tensor forward(const torch::Tensor& x);
 
   Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
@@ -36,7 +36,7 @@ struct MlpImpl : torch::nn::Module {
 TORCH_MODULE(Mlp);
 
 struct DecoderLayerImpl : torch::nn::Module {
-  DecoderLayerImpl(const ModelConfig& config);
+  DecoderLayerImpl(const ModelConfig& config, bool allocate = true);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& allowed, KVCache* cache, int64_t layer);
 
@@ -48,7 +48,7 @@ TORCH_MODULE(DecoderLayer);
 
 // HF's LlamaModel: everything but the LM head.
 struct DecoderImpl : torch::nn::Module {
-  DecoderImpl(const ModelConfig& config);
+  DecoderImpl(const ModelConfig& config, bool allocate = true);
 
   torch::nn::Embedding embed_tokens{nullptr};
   torch::nn::ModuleList layers;
@@ -57,7 +57,10 @@ struct DecoderImpl : torch::nn::Module {
 TORCH_MODULE(Decoder);
 
 struct LlamaForCausalLMImpl : torch::nn::Module {
-  explicit LlamaForCausalLMImpl(const ModelConfig& config);
+  // `allocate_block_linears = false` leaves the decoder blocks' projection weights unallocated,
+  // for a loader that quantises them one by one (models/checkpoint_io.h); the LM head, which
+  // QLoRA keeps dense, is always allocated.
+  explicit LlamaForCausalLMImpl(const ModelConfig& config, bool allocate_block_linears = true);
 
   // Final hidden states [B, T, hidden] of `input_ids` [B, T]. With a cache, the new keys and
   // values are written after cache->length and the length advances by T.
@@ -68,6 +71,9 @@ struct LlamaForCausalLMImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& input_ids);
 
   ModelConfig config;
+  // Recompute each decoder block in the backward pass instead of keeping its activations
+  // (training only; models/grad_checkpoint.h).
+  bool gradient_checkpointing = false;
   Decoder model{nullptr};
   Linear lm_head{nullptr};  // null when tied to the embeddings
 };
