@@ -32,7 +32,8 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
 
 void LinearImpl::quantize_nf4(int64_t blocksize) {
   if (nf4) return;
-  if (!weight.defined()) throw Error("linear layer: cannot quantise a weight that was never loaded");
+  if (!weight.defined())
+    throw Error("linear layer: cannot quantise a weight that was never loaded");
   set_nf4(nf4_quantize(weight.detach(), blocksize));
 }
 
@@ -45,13 +46,33 @@ void LinearImpl::set_nf4(Nf4Weight w) {
 void LinearImpl::add_lora(const LoraSpec& spec) {
   if (spec.r <= 0) throw Error("lora: r must be > 0 (got " + std::to_string(spec.r) + ")");
   auto options = torch::TensorOptions().dtype(torch::kFloat32);
-  if (nf4) options = options.device(nf4->device());
-  else if (weight.defined()) options = options.device(weight.device());
+  if (nf4)
+    options = options.device(nf4->device());
+  else if (weight.defined())
+    options = options.device(weight.device());
   lora_A = register_parameter("lora_A", torch::empty({spec.r, in_features}, options));
   torch::nn::init::kaiming_uniform_(lora_A, std::sqrt(5.0));  // peft's default for A
   lora_B = register_parameter("lora_B", torch::zeros({out_features, spec.r}, options));
   lora_scale = spec.alpha / double(spec.r);
   lora_dropout = spec.dropout;
+}
+
+void LinearImpl::merge_lora() {
+  if (!has_lora()) return;
+  torch::NoGradGuard no_grad;
+  auto dense = base_weight(torch::kFloat32).clone();
+  if (adapter_enabled)
+    dense += torch::matmul(lora_B.to(torch::kFloat32), lora_A.to(torch::kFloat32)) * lora_scale;
+  const auto dtype = nf4 ? torch::kFloat32 : weight.scalar_type();
+  nf4.reset();
+  parameters_.erase("lora_A");
+  parameters_.erase("lora_B");
+  lora_A = lora_B = torch::Tensor();
+  if (weight.defined()) {
+    weight.copy_(dense.to(dtype));
+  } else {
+    weight = register_parameter("weight", dense.to(dtype), /*requires_grad=*/false);
+  }
 }
 
 RMSNormImpl::RMSNormImpl(int64_t size, double eps_) : eps(eps_) {

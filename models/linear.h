@@ -37,6 +37,9 @@ struct LinearImpl : torch::nn::Module {
   // frozen by the caller (see attach_lora in models/lora.h).
   void add_lora(const LoraSpec& spec);
   bool has_lora() const { return lora_A.defined(); }
+  // Folds an enabled adapter into a dense base weight (dequantising an NF4 base) and removes
+  // the adapter parameters. No-op without an adapter.
+  void merge_lora();
 
   int64_t in_features, out_features;
   torch::Tensor weight;  // dense base; undefined when NF4 or not allocated

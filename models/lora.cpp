@@ -28,27 +28,43 @@ std::string last_component(const std::string& name) {
 }
 }  // namespace
 
+namespace {
+// peft's rule: a target names a module by its full name or by a trailing part of it
+// ("q_proj", "self_attn.q_proj", "model.layers.0.self_attn.q_proj").
+bool matches(const std::string& name, const std::string& target) {
+  return name == target || (name.size() > target.size() &&
+                            name.compare(name.size() - target.size(), target.size(), target) == 0 &&
+                            name[name.size() - target.size() - 1] == '.');
+}
+}  // namespace
+
 std::vector<std::string> attach_lora(LlamaForCausalLM& model, const LoraConfig& config) {
-  std::set<std::string> targets;
-  for (const auto& t : config.target_modules) {
-    if (t == "all-linear") {
-      targets.insert(llama_linear_names().begin(), llama_linear_names().end());
-      continue;
+  const auto& projections = llama_linear_names();
+  auto linears = named_linears(model);
+  std::set<std::string> chosen;
+  for (const auto& target : config.target_modules) {
+    bool found = false;
+    for (auto& [name, linear] : linears) {
+      if (name == "lm_head") continue;  // never adapted, as in peft's "all-linear"
+      const bool hit = target == "all-linear" ? std::find(projections.begin(), projections.end(),
+                                                          last_component(name)) != projections.end()
+                                              : matches(name, target);
+      if (hit) chosen.insert(name), found = true;
     }
-    const auto& known = llama_linear_names();
-    if (std::find(known.begin(), known.end(), t) == known.end()) {
+    if (!found) {
       std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw Error("lora.target_modules: unknown module '" + t + "' (known: all-linear, " + list +
-                  ")");
+      for (const auto& k : projections) list += (list.empty() ? "" : ", ") + k;
+      throw Error("lora.target_modules: unknown module '" + target +
+                  "' (it names no linear layer of the model; known: all-linear, " + list + ")");
     }
-    targets.insert(t);
   }
   for (auto& p : model->parameters()) p.set_requires_grad(false);
   std::vector<std::string> adapted;
-  for (auto& [name, linear] : named_linears(model)) {
-    if (name == "lm_head" || !targets.count(last_component(name))) continue;
+  for (auto& [name, linear] : linears) {
+    if (!chosen.count(name)) continue;
     if (!linear->has_lora()) linear->add_lora(config.spec);
+    linear->lora_A.set_requires_grad(true);
+    linear->lora_B.set_requires_grad(true);
     adapted.push_back(name);
   }
   return adapted;
@@ -61,7 +77,9 @@ void set_adapters_enabled(LlamaForCausalLM& model, bool enabled) {
 AdaptersDisabled::AdaptersDisabled(LlamaForCausalLM& m) : model(m) {
   set_adapters_enabled(model, false);
 }
-AdaptersDisabled::~AdaptersDisabled() { set_adapters_enabled(model, true); }
+AdaptersDisabled::~AdaptersDisabled() {
+  set_adapters_enabled(model, true);
+}
 
 std::vector<std::pair<std::string, torch::Tensor>> lora_parameters(LlamaForCausalLM& model) {
   std::vector<std::pair<std::string, torch::Tensor>> out;

@@ -222,9 +222,9 @@ SafetensorsCheckpoint open_safetensors(const std::string& path) {
   return out;
 }
 
-void write_safetensors(const std::string& path,
-                       const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+std::string serialize_safetensors(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                                  const std::map<std::string, std::string>& metadata,
+                                  const std::string& path) {
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::vector<torch::Tensor> cpu;
@@ -247,7 +247,13 @@ void write_safetensors(const std::string& path,
   bytes.append(reinterpret_cast<const char*>(&len), 8);
   bytes += text;
   for (const auto& t : cpu) bytes.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
-  write_file_atomically(path, bytes);
+  return bytes;
+}
+
+void write_safetensors(const std::string& path,
+                       const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  write_file_atomically(path, serialize_safetensors(tensors, metadata, path));
 }
 
 }  // namespace citeforge::models

@@ -45,4 +45,9 @@ void write_safetensors(const std::string& path,
                        const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
+// The bytes of a safetensors file holding `tensors` (`path` only names it in error messages).
+std::string serialize_safetensors(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                                  const std::map<std::string, std::string>& metadata = {},
+                                  const std::string& path = "<memory>");
+
 }  // namespace citeforge::models
