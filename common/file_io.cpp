@@ -43,3 +43,19 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
 }
 
 }  // namespace citeforge
+
+namespace citeforge {
+
+bool file_exists(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
+}
+
+void fsync_directory(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) fail_at(path, "", std::string("cannot open directory: ") + std::strerror(errno));
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace citeforge

@@ -12,4 +12,10 @@ std::string read_file(const std::string& path);
 // into place, so readers see either the old or the new content, never a torn file.
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
+// True when `path` names an existing file or directory.
+bool file_exists(const std::string& path);
+
+// fsyncs a directory, so a rename into it survives a crash.
+void fsync_directory(const std::string& path);
+
 }  // namespace citeforge

@@ -8,6 +8,7 @@
 #include "common/file_io.h"
 #include "models/checkpoint_io.h"
 #include "models/generate.h"
+#include "models/peft_adapter.h"
 #include "models/tokenizer.h"
 #include "trainer/cli_args.h"
 #include "trainer/commands.h"
@@ -16,7 +17,7 @@ namespace citeforge::trainer {
 
 int command_generate(const Args& raw) {
   auto args = parse_cli("generate", raw,
-                        {"model", "tokenizer", "prompt", "prompt-file", "max-new-tokens",
+                        {"model", "adapter", "tokenizer", "prompt", "prompt-file", "max-new-tokens",
                          "temperature", "top-p", "seed", "chat", "system", "device", "stop"},
                         {"greedy"});
   namespace fs = std::filesystem;
@@ -37,6 +38,11 @@ int command_generate(const Args& raw) {
 
   auto model =
       models::load_model(model_dir, device.is_cuda() ? torch::kBFloat16 : torch::kFloat32, device);
+  if (auto adapter = args.get("adapter")) {
+    auto loaded = models::load_peft_adapter(model, verified_adapter_dir(*adapter));
+    std::fprintf(stderr, "[generate] adapter %s: r %lld on %zu layers\n", adapter->c_str(),
+                 (long long)loaded.config.spec.r, loaded.adapted.size());
+  }
   models::Tokenizer tokenizer(
       args.get_or("tokenizer", (fs::path(model_dir) / "tokenizer.model").string()));
   if (tokenizer.vocab_size() > model->config.vocab_size)

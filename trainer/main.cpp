@@ -22,7 +22,10 @@ const std::map<std::string, Command>& commands() {
   static const std::map<std::string, Command> table = {
       {"generate", {command_generate, "decode a continuation with a model (and adapter)"}},
       {"score", {command_score, "score answers' citations against an example file"}},
+      {"run", {command_run, "run a config's whole pipeline (train, evaluate, select, tables)"}},
       {"data", {command_data, "import, synthesise, inspect and render example files"}},
+      {"tables", {command_tables, "rebuild the papers' tables and plots of run directories"}},
+      {"export", {command_export, "export a checkpoint's adapter (peft) or a merged model"}},
   };
   return table;
 }

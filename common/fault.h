@@ -1,0 +1,14 @@
+// Fault injection for the kill-and-resume tests: when the environment variable names this
+// point and count (e.g. CITEFORGE_KILL_AT=sft:3), the process sends itself SIGKILL there, the
+// same signal an out-of-memory killer or a preempted job gets. Unset, it costs one getenv.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace citeforge {
+
+// Kills the process when CITEFORGE_KILL_AT equals "<point>:<count>".
+void maybe_kill_at(const std::string& point, int64_t count);
+
+}  // namespace citeforge

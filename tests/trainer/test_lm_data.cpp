@@ -1,0 +1,87 @@
+#include <catch2/catch.hpp>
+
+#include "data/prompt_template.h"
+#include "tests/test_paths.h"
+#include "trainer/lm_data.h"
+#include "trainer/lm_trainer.h"
+
+using namespace citeforge;
+
+namespace {
+data::Example example(const std::string& id, const std::string& answer) {
+  data::Example ex;
+  ex.id = id;
+  ex.question = "What does the Belbeldor eat?";
+  ex.sources = {{1, "", "Crabs are the main food of the Belbeldor.", data::Label::relevant},
+                {2, "", "Settlers founded the town of Mirofi.", data::Label::irrelevant}};
+  ex.references["teacher"] = answer;
+  return ex;
+}
+}  // namespace
+
+TEST_CASE("SFT sequences train on the answer tokens only", "[trainer][sft]") {
+  models::Tokenizer tok(testing::shared_path("models/stories260K/tokenizer.model"));
+  auto chat = models::chat_template("plain");
+  auto tmpl = data::find_prompt_template("rage_numeric", testing::source_path("configs/templates"));
+  auto ex = example("a", "The Belbeldor eats crabs [1].");
+  auto enc = trainer::encode_sft({ex, example("b", "x")}, tok, chat, tmpl, "teacher", 4096);
+  REQUIRE(enc.sequences.size() == 2);
+  const auto& s = enc.sequences[0];
+  auto prompt = trainer::encode_prompt(tok, chat, tmpl, ex);
+  auto answer = models::encode_chat_answer(tok, chat, "The Belbeldor eats crabs [1].");
+  REQUIRE(s.ids.size() == prompt.size() + answer.size());
+  for (std::size_t i = 0; i < s.ids.size(); ++i) CHECK(s.loss_mask[i] == (i >= prompt.size()));
+  CHECK(s.ids.back() == tok.eos_id());  // the model learns to stop
+
+  // Collated, the mask moves to the prediction positions: target t+1 trains iff token t+1 is
+  // an answer token; padding never trains.
+  auto batch = trainer::collate(enc.sequences, {0, 1}, tok.eos_id(), torch::kCPU);
+  CHECK(batch.trained_tokens ==
+        int64_t(answer.size() + enc.sequences[1].ids.size() -
+                trainer::encode_prompt(tok, chat, tmpl, example("b", "x")).size()));
+  auto mask = batch.mask[0];
+  CHECK(mask.sum().item<float>() == float(answer.size()));
+  CHECK(mask[int64_t(prompt.size()) - 2].item<float>() == 0);
+  CHECK(mask[int64_t(prompt.size()) - 1].item<float>() == 1);
+
+  // Examples without the reference are skipped and counted.
+  data::Example none = ex;
+  none.references.clear();
+  CHECK(trainer::encode_sft({none}, tok, chat, tmpl, "teacher", 4096).skipped == 1);
+}
+
+TEST_CASE("over-long SFT sequences are cut to max_len keeping the answer", "[trainer][sft]") {
+  models::Tokenizer tok(testing::shared_path("models/stories260K/tokenizer.model"));
+  auto chat = models::chat_template("plain");
+  auto tmpl = data::find_prompt_template("rage_numeric", testing::source_path("configs/templates"));
+  auto enc = trainer::encode_sft({example("a", "Crabs [1].")}, tok, chat, tmpl, "teacher", 40);
+  REQUIRE(enc.sequences.size() == 1);
+  CHECK(enc.truncated == 1);
+  CHECK(enc.sequences[0].ids.size() == 40);
+  CHECK(enc.sequences[0].ids.front() == tok.bos_id());
+  CHECK(enc.sequences[0].ids.back() == tok.eos_id());
+}
+
+TEST_CASE("epoch batches are a reproducible permutation", "[trainer][sft]") {
+  std::vector<trainer::TokenSequence> seqs(37);
+  for (std::size_t i = 0; i < seqs.size(); ++i) seqs[i].ids.assign(1 + (i * 7) % 13, 1);
+  auto a = trainer::epoch_batches(seqs, 4, 5, 1);
+  CHECK(a == trainer::epoch_batches(seqs, 4, 5, 1));
+  CHECK(a != trainer::epoch_batches(seqs, 4, 5, 2));
+  std::vector<int> seen(seqs.size(), 0);
+  for (const auto& b : a) {
+    CHECK(b.size() <= 4);
+    for (auto i : b) ++seen[i];
+  }
+  for (int s : seen) CHECK(s == 1);
+}
+
+TEST_CASE("LR schedule: linear warm-up, then constant or cosine to zero", "[trainer][sft]") {
+  using trainer::lr_factor;
+  CHECK(lr_factor(0, 100, 4, "constant") == Approx(0.25));
+  CHECK(lr_factor(3, 100, 4, "constant") == Approx(1.0));
+  CHECK(lr_factor(50, 100, 4, "constant") == Approx(1.0));
+  CHECK(lr_factor(4, 104, 4, "cosine") == Approx(1.0));
+  CHECK(lr_factor(54, 104, 4, "cosine") == Approx(0.5));
+  CHECK(lr_factor(104, 104, 4, "cosine") == Approx(0.0).margin(1e-12));
+}

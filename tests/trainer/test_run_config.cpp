@@ -1,0 +1,82 @@
+#include <catch2/catch.hpp>
+
+#include "common/error.h"
+#include "tests/test_paths.h"
+#include "trainer/run_config.h"
+
+using namespace citeforge;
+using Catch::Matchers::Contains;
+
+namespace {
+// A minimal valid config: a built model on the synthetic world.
+const std::string kBase = R"(name: t
+data:
+  synth: {train: 10, validation: 5, test: 5, test_ood: 5}
+  train: synth:train
+  test_sets:
+    - {name: validation, path: "synth:validation"}
+    - {name: test_ood, path: "synth:test_ood", ood: true}
+model:
+  build: {hidden_size: 32, intermediate_size: 64, num_layers: 1, num_heads: 2, num_kv_heads: 1}
+  tokenizer_vocab: 300
+)";
+
+trainer::RunConfig parse(const std::string& text, const std::vector<std::string>& sets = {}) {
+  return trainer::parse_run_config(text, "c.yaml", sets);
+}
+}  // namespace
+
+TEST_CASE("a minimal config fills in the paper defaults", "[trainer][config]") {
+  auto c = parse(kBase);
+  CHECK(c.lora.r == 64);
+  CHECK(c.lora.alpha == 16);
+  CHECK(c.lora.dropout == Approx(0.1));
+  CHECK(c.sft.lr == Approx(2e-4));
+  CHECK(c.sft.beta2 == Approx(0.999));
+  CHECK(c.sft.max_grad_norm == Approx(0.3));
+  CHECK(c.sft.batch_size * c.sft.grad_accum == 32);
+  CHECK(c.selection.test_set == "validation");  // the first in-distribution test set
+  CHECK_FALSE(c.pretrain.enabled);
+}
+
+TEST_CASE("the resolved config reads back as the same config", "[trainer][config]") {
+  auto c = parse(kBase, {"sft.lr=0.001", "settings=[sft, ppo, sft+ppo]", "pretrain.epochs=2"});
+  CHECK(c.sft.lr == Approx(0.001));
+  CHECK(c.pretrain.enabled);
+  CHECK(c.pretrain.epochs == 2);
+  const std::string yaml = trainer::run_config_to_yaml(c);
+  auto again = parse(yaml);
+  CHECK(trainer::run_config_to_yaml(again) == yaml);
+  CHECK(again.settings == std::vector<std::string>{"sft", "ppo", "sft+ppo"});
+  CHECK(again.data.test_sets.size() == 2);
+  CHECK(again.data.test_sets[1].ood);
+}
+
+TEST_CASE("config errors name the file, line and key path", "[trainer][config][errors]") {
+  CHECK_THROWS_WITH(parse(kBase + "sft: {lerning_rate: 1}\n"),
+                    Contains("c.yaml") && Contains("sft.lerning_rate") && Contains("unknown key"));
+  CHECK_THROWS_WITH(parse(kBase + "sft: {epochs: three}\n"),
+                    Contains("sft.epochs") && Contains("expected an integer"));
+  CHECK_THROWS_WITH(parse(kBase + "lora: {r: 0}\n"), Contains("lora.r") && Contains(">= 1"));
+  CHECK_THROWS_WITH(parse(kBase + "sft: {schedule: linear}\n"),
+                    Contains("sft.schedule") && Contains("constant or cosine"));
+  CHECK_THROWS_WITH(parse(kBase, {"data.train=/no/such/file.jsonl"}),
+                    Contains("data.train") && Contains("file not found"));
+  CHECK_THROWS_WITH(parse(kBase, {"settings=[sft+ppo, sft]"}),
+                    Contains("settings") && Contains("list sft before it"));
+  CHECK_THROWS_WITH(parse(kBase, {"settings=[dpo]"}), Contains("unknown setting 'dpo'"));
+  CHECK_THROWS_WITH(parse(kBase, {"selection.test_set=nope"}),
+                    Contains("selection.test_set") && Contains("not a test set"));
+  CHECK_THROWS_WITH(parse(kBase, {"model.path=/tmp"}),
+                    Contains("model") && Contains("exactly one"));
+  CHECK_THROWS_WITH(parse(kBase, {"ppo.minibatch_size=5"}), Contains("ppo.minibatch_size"));
+  CHECK_THROWS_WITH(parse(kBase + "sft: {epochs: 1\n"), Contains("c.yaml") && Contains("line"));
+  CHECK_THROWS_WITH(parse(kBase, {"noequals"}), Contains("key.path=value"));
+  CHECK_THROWS_WITH(trainer::load_run_config("/no/such.yaml"), Contains("config file not found"));
+}
+
+TEST_CASE("the shipped configs load", "[trainer][config]") {
+  auto demo = trainer::load_run_config(testing::source_path("configs/demo.yaml"));
+  CHECK(demo.model.build_enabled);
+  CHECK(demo.settings.size() == 3);
+}

@@ -1,0 +1,66 @@
+// citeforge export --checkpoint DIR --format peft|merged --out DIR [--model BASE_DIR]
+//   peft:   the checkpoint's adapter as Python peft loads it (adapter_model.safetensors +
+//           adapter_config.json).
+//   merged: the base model with the adapter folded into its weights, a plain HF checkpoint
+//           (config.json, model.safetensors, and the base's tokenizer.model when it has one).
+#include <cstdio>
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/file_io.h"
+#include "models/checkpoint_io.h"
+#include "models/peft_adapter.h"
+#include "trainer/cli_args.h"
+#include "trainer/commands.h"
+#include "trainer/train_checkpoint.h"
+
+namespace citeforge::trainer {
+namespace fs = std::filesystem;
+
+std::string adapter_base_model(const std::string& adapter_dir) {
+  const std::string path = (fs::path(adapter_dir) / "adapter_config.json").string();
+  try {
+    return nlohmann::json::parse(read_file(path)).value("base_model_name_or_path", std::string());
+  } catch (const nlohmann::json::exception& e) {
+    fail_at(path, "", std::string("invalid JSON: ") + e.what());
+  }
+}
+
+std::string verified_adapter_dir(const std::string& dir) {
+  if (!fs::is_directory(dir)) fail_at(dir, "", "adapter directory does not exist");
+  if (fs::exists(fs::path(dir) / "checksums.json")) verify_checkpoint(dir);
+  if (!fs::exists(fs::path(dir) / "adapter_model.safetensors"))
+    fail_at(dir, "", "no adapter_model.safetensors (not a checkpoint with a LoRA adapter)");
+  return dir;
+}
+
+int command_export(const Args& raw) {
+  auto args = parse_cli("export", raw, {"checkpoint", "format", "out", "model"}, {});
+  const std::string checkpoint = verified_adapter_dir(args.require("checkpoint"));
+  const std::string format = args.require("format");
+  const fs::path out = args.require("out");
+  if (format != "peft" && format != "merged") throw Error("--format must be peft or merged");
+
+  const std::string base = args.get_or("model", adapter_base_model(checkpoint));
+  if (base.empty() || !fs::is_directory(base))
+    fail_at(checkpoint + "/adapter_config.json", "field 'base_model_name_or_path'",
+            "base model directory '" + base + "' does not exist; pass --model BASE_DIR");
+
+  auto model = models::load_model(base);
+  auto adapter = models::load_peft_adapter(model, checkpoint);
+  if (format == "peft") {
+    models::save_peft_adapter(model, adapter.config, fs::absolute(base).string(), out.string());
+  } else {
+    models::merge_adapters(model);
+    models::save_model(model, out.string());
+    const fs::path tokenizer = fs::path(base) / "tokenizer.model";
+    if (fs::exists(tokenizer))
+      fs::copy_file(tokenizer, out / "tokenizer.model", fs::copy_options::overwrite_existing);
+  }
+  std::fprintf(stderr, "[export] %s adapter of %s (r %lld, %zu layers) -> %s\n", format.c_str(),
+               checkpoint.c_str(), (long long)adapter.config.spec.r, adapter.adapted.size(),
+               out.c_str());
+  return 0;
+}
+
+}  // namespace citeforge::trainer

@@ -1,0 +1,18 @@
+// citeforge run CONFIG.yaml [--out RUN_DIR] [--set key.path=value ...]
+#include "common/error.h"
+#include "trainer/cli_args.h"
+#include "trainer/commands.h"
+#include "trainer/pipeline.h"
+#include "trainer/run_config.h"
+
+namespace citeforge::trainer {
+
+int command_run(const Args& raw) {
+  auto args = parse_cli("run", raw, {"out", "set"}, {});
+  if (args.positional.size() != 1)
+    throw Error("usage: citeforge run CONFIG.yaml [--out RUN_DIR] [--set key.path=value ...]");
+  RunConfig config = load_run_config(args.positional[0], args.all("set"));
+  return run_pipeline(config, args.get_or("out", "runs/" + config.name));
+}
+
+}  // namespace citeforge::trainer

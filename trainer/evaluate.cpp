@@ -1,0 +1,50 @@
+#include "trainer/evaluate.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "models/generate.h"
+#include "trainer/lm_data.h"
+#include "trainer/progress.h"
+
+namespace citeforge::trainer {
+
+GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptFormat& format,
+                                  const std::vector<data::Example>& examples,
+                                  int64_t max_new_tokens, int64_t batch_size,
+                                  const std::string& label) {
+  GeneratedAnswers out;
+  std::vector<std::vector<int64_t>> prompts;
+  for (const auto& ex : examples) {
+    out.prompts.push_back(data::render_prompt(format.prompt, ex));
+    prompts.push_back(encode_prompt(*format.tokenizer, format.chat, format.prompt, ex));
+  }
+  out.answers.resize(examples.size());
+  // Similar lengths batch together, so little compute goes into padding.
+  std::vector<std::size_t> order(examples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return prompts[a].size() < prompts[b].size();
+  });
+  models::SamplingOptions options;
+  options.greedy = true;
+  options.max_new_tokens = max_new_tokens;
+  options.eos_ids = {format.tokenizer->eos_id()};
+  const auto decode = [&](const std::vector<int64_t>& t) { return format.tokenizer->decode(t); };
+  const bool was_training = model->is_training();
+  model->eval();
+  Progress progress(label, int64_t(examples.size()));
+  for (std::size_t begin = 0; begin < order.size(); begin += std::size_t(batch_size)) {
+    const std::size_t end = std::min(order.size(), begin + std::size_t(batch_size));
+    std::vector<std::vector<int64_t>> batch;
+    for (std::size_t i = begin; i < end; ++i) batch.push_back(prompts[order[i]]);
+    auto generations = models::generate(model, batch, options, decode);
+    for (std::size_t i = begin; i < end; ++i) out.answers[order[i]] = generations[i - begin].text;
+    progress.update(int64_t(end), "answers");
+  }
+  progress.finish(std::to_string(examples.size()) + " answers");
+  if (was_training) model->train();
+  return out;
+}
+
+}  // namespace citeforge::trainer

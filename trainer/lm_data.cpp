@@ -1,0 +1,122 @@
+#include "trainer/lm_data.h"
+
+#include <algorithm>
+#include <random>
+
+#include "common/error.h"
+#include "data/random.h"
+
+namespace citeforge::trainer {
+
+std::vector<int64_t> encode_prompt(const models::Tokenizer& tokenizer,
+                                   const models::ChatTemplate& chat,
+                                   const data::PromptTemplate& prompt,
+                                   const data::Example& example) {
+  return models::encode_chat_prompt(tokenizer, chat, data::render_prompt(prompt, example));
+}
+
+SftEncoding encode_sft(const std::vector<data::Example>& examples,
+                       const models::Tokenizer& tokenizer, const models::ChatTemplate& chat,
+                       const data::PromptTemplate& prompt, const std::string& reference,
+                       int64_t max_len) {
+  SftEncoding out;
+  for (const auto& ex : examples) {
+    auto it = ex.references.find(reference);
+    if (it == ex.references.end()) {
+      ++out.skipped;
+      continue;
+    }
+    auto p = encode_prompt(tokenizer, chat, prompt, ex);
+    auto a = models::encode_chat_answer(tokenizer, chat, it->second);
+    if (int64_t(p.size() + a.size()) > max_len) {
+      ++out.truncated;
+      if (int64_t(a.size()) >= max_len) a.resize(max_len / 2);
+      // Keep the prompt's start (BOS, instruction) and its end (question, answer cue).
+      const int64_t keep = max_len - int64_t(a.size());
+      const int64_t head = std::min<int64_t>(keep / 2, int64_t(p.size()));
+      std::vector<int64_t> cut(p.begin(), p.begin() + head);
+      cut.insert(cut.end(), p.end() - (keep - head), p.end());
+      p = std::move(cut);
+    }
+    TokenSequence s;
+    s.id = ex.id;
+    s.ids = p;
+    s.ids.insert(s.ids.end(), a.begin(), a.end());
+    s.loss_mask.assign(p.size(), 0);
+    s.loss_mask.resize(s.ids.size(), 1);
+    out.sequences.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<TokenSequence> encode_pretraining(const std::vector<std::string>& texts,
+                                              const models::Tokenizer& tokenizer, int64_t max_len) {
+  std::vector<int64_t> stream;
+  for (const auto& text : texts) {
+    auto ids = tokenizer.encode(text, /*add_bos=*/true, /*add_eos=*/true);
+    stream.insert(stream.end(), ids.begin(), ids.end());
+  }
+  std::vector<TokenSequence> out;
+  for (std::size_t begin = 0; begin < stream.size(); begin += std::size_t(max_len)) {
+    const std::size_t end = std::min(stream.size(), begin + std::size_t(max_len));
+    if (end - begin < 2) break;
+    TokenSequence s;
+    s.id = "chunk-" + std::to_string(out.size());
+    s.ids.assign(stream.begin() + begin, stream.begin() + end);
+    s.loss_mask.assign(s.ids.size(), 1);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<std::vector<std::size_t>> epoch_batches(const std::vector<TokenSequence>& sequences,
+                                                    int64_t batch_size, uint64_t seed,
+                                                    int64_t epoch) {
+  std::vector<std::size_t> order(sequences.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  data::Rng rng(data::derive_seed(seed, "epoch-" + std::to_string(epoch)));
+  data::shuffle_in_place(order, rng);
+  const std::size_t window = std::size_t(batch_size) * 32;
+  for (std::size_t begin = 0; begin < order.size(); begin += window) {
+    auto end = order.begin() + std::min(order.size(), begin + window);
+    std::stable_sort(order.begin() + begin, end, [&](std::size_t a, std::size_t b) {
+      return sequences[a].ids.size() < sequences[b].ids.size();
+    });
+  }
+  std::vector<std::vector<std::size_t>> batches;
+  for (std::size_t begin = 0; begin < order.size(); begin += std::size_t(batch_size))
+    batches.emplace_back(order.begin() + begin,
+                         order.begin() + std::min(order.size(), begin + std::size_t(batch_size)));
+  data::shuffle_in_place(batches, rng);
+  return batches;
+}
+
+Batch collate(const std::vector<TokenSequence>& sequences, const std::vector<std::size_t>& indices,
+              int64_t pad_id, const torch::Device& device) {
+  if (indices.empty()) throw Error("collate: empty batch");
+  int64_t width = 0;
+  for (auto i : indices) width = std::max<int64_t>(width, int64_t(sequences[i].ids.size()));
+  const int64_t B = int64_t(indices.size());
+  auto ids = torch::full({B, width}, pad_id, torch::kInt64);
+  auto mask = torch::zeros({B, width}, torch::kFloat32);
+  auto ids_a = ids.accessor<int64_t, 2>();
+  auto mask_a = mask.accessor<float, 2>();
+  Batch batch;
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& s = sequences[indices[b]];
+    for (std::size_t t = 0; t < s.ids.size(); ++t) {
+      ids_a[b][t] = s.ids[t];
+      mask_a[b][t] = s.loss_mask[t];
+    }
+    batch.tokens += int64_t(s.ids.size());
+  }
+  batch.ids = ids.to(device);
+  batch.targets = ids.narrow(1, 1, width - 1).to(device);
+  // The prediction at t is of token t + 1, so it trains when token t + 1 is in the loss mask.
+  auto m = mask.narrow(1, 1, width - 1).contiguous();
+  batch.trained_tokens = int64_t(m.sum().item<float>());
+  batch.mask = m.to(device);
+  return batch;
+}
+
+}  // namespace citeforge::trainer

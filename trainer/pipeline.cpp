@@ -1,0 +1,235 @@
+#include "trainer/pipeline.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "common/error.h"
+#include "common/file_io.h"
+#include "data/synth.h"
+#include "models/checkpoint_io.h"
+#include "models/model_init.h"
+#include "models/tokenizer_train.h"
+#include "trainer/lm_trainer.h"
+#include "trainer/run_context.h"
+#include "trainer/run_tables.h"
+#include "trainer/stages.h"
+
+namespace citeforge::trainer {
+namespace fs = std::filesystem;
+namespace {
+
+void say(const std::string& text) {
+  std::fprintf(stderr, "[run] %s\n", text.c_str());
+}
+
+// The run directory holds the resolved config; a rerun with another config would mix two
+// experiments in one directory, so that is an error rather than a silent overwrite.
+void prepare_run_dir(const RunConfig& config, const std::string& run_dir) {
+  const std::string resolved = run_config_to_yaml(config);
+  const std::string path = (fs::path(run_dir) / "config.resolved.yaml").string();
+  if (file_exists(path)) {
+    if (config.resume == "never")
+      fail_at(run_dir, "", "run directory exists and resume is 'never': choose another --out");
+    if (read_file(path) != resolved)
+      fail_at(path, "",
+              "the run directory was made with a different config; use another --out (or "
+              "compare the two: the resolved config of this command differs)");
+    say("continuing the run in " + run_dir);
+  }
+  fs::create_directories(fs::path(run_dir) / "checkpoints");
+  write_file_atomically(path, resolved);
+}
+
+std::string resolve_data_path(const RunContext& run, const std::string& path) {
+  if (path.rfind("synth:", 0) == 0) return run.path("data/" + path.substr(6) + ".jsonl");
+  return path;
+}
+
+void load_data(RunContext& run) {
+  const auto& c = run.config;
+  if (c.data.synth_enabled && !file_exists(run.path("data/synth_config.yaml"))) {
+    say("generating the synthetic citation world into " + run.path("data"));
+    data::write_synth(data::generate_synth(c.data.synth), run.path("data"));
+  }
+  run.train = data::read_examples_jsonl(resolve_data_path(run, c.data.train));
+  for (const auto& spec : c.data.test_sets) {
+    TestSet t{spec, data::read_examples_jsonl(resolve_data_path(run, spec.path))};
+    t.spec.path = resolve_data_path(run, spec.path);
+    if (c.eval.max_examples > 0 && int(t.examples.size()) > c.eval.max_examples)
+      t.examples.resize(c.eval.max_examples);
+    run.test_sets.push_back(std::move(t));
+  }
+  std::string sizes;
+  for (const auto& t : run.test_sets)
+    sizes += ", " + t.spec.name + " " + std::to_string(t.examples.size());
+  say("data: train " + std::to_string(run.train.size()) + sizes);
+}
+
+// Text a built model learns its language from: the passages, questions and the prompt
+// template's own wording, never the reference answers (those are what SFT teaches).
+std::vector<std::string> world_texts(const RunContext& run) {
+  std::vector<std::string> texts;
+  std::set<std::string> seen;
+  for (const auto& ex : run.train) {
+    for (const auto& s : ex.sources)
+      if (seen.insert(s.text).second) texts.push_back(s.text);
+    texts.push_back(ex.question);
+  }
+  return texts;
+}
+
+void prepare_tokenizer(RunContext& run) {
+  const auto& m = run.config.model;
+  std::string path = m.tokenizer;
+  if (m.tokenizer_vocab > 0) {
+    path = run.path("base_model/tokenizer.model");
+    if (!file_exists(path)) {
+      say("training a " + std::to_string(m.tokenizer_vocab) + "-piece SentencePiece tokenizer");
+      auto texts = world_texts(run);
+      for (const auto& ex : run.train) {
+        texts.push_back(data::render_prompt(run.format.prompt, ex));
+        auto it = ex.references.find(run.config.data.reference);
+        if (it != ex.references.end()) texts.push_back(it->second);
+      }
+      models::train_tokenizer(texts, m.tokenizer_vocab, path);
+    }
+  }
+  run.tokenizer = std::make_unique<models::Tokenizer>(path);
+  run.format.tokenizer = run.tokenizer.get();
+}
+
+models::ModelConfig built_model_config(const RunContext& run) {
+  const auto& b = run.config.model.build;
+  models::ModelConfig c;
+  c.architecture = "LlamaForCausalLM";
+  c.hidden_size = b.hidden_size;
+  c.intermediate_size = b.intermediate_size;
+  c.num_layers = b.num_layers;
+  c.num_heads = b.num_heads;
+  c.num_kv_heads = b.num_kv_heads;
+  c.head_dim = b.hidden_size / b.num_heads;
+  c.rms_norm_eps = 1e-5;
+  c.rope_theta = b.rope_theta;
+  c.max_positions = b.max_positions;
+  c.vocab_size = run.tokenizer->vocab_size();
+  c.tie_word_embeddings = b.tie_word_embeddings;
+  c.bos_token_id = run.tokenizer->bos_id();
+  c.eos_token_ids = {run.tokenizer->eos_id()};
+  return c;
+}
+
+// A built model starts random and, when configured, learns the world's language first
+// (full-parameter pre-training); it is then saved in HF layout as the run's base model.
+void build_base_model(RunContext& run) {
+  const std::string dir = run.path("base_model");
+  if (file_exists(dir + "/model.safetensors")) return;
+  auto model = models::init_random_model(built_model_config(run), run.config.seed);
+  model->to(run.device);
+  if (run.config.pretrain.enabled) {
+    auto sequences =
+        encode_pretraining(world_texts(run), *run.tokenizer, run.config.pretrain.max_seq_len);
+    say("pre-training the built model on " + std::to_string(sequences.size()) +
+        " sequences of the world's text");
+    LmTrainingJob job;
+    job.stage = "pretrain";
+    job.config = run.config.pretrain;
+    job.sequences = &sequences;
+    job.model = model;
+    for (auto& item : model->named_parameters())
+      job.trainable.emplace_back(item.key(), item.value());
+    job.device = run.device;
+    job.seed = run.config.seed;
+    job.pad_id = run.tokenizer->eos_id();
+    job.checkpoint_root = run.checkpoint_root();
+    job.metrics_path = run.metrics_path();
+    job.resume = run.config.resume == "auto";
+    run_lm_training(job);
+  }
+  model->to(torch::kCPU);
+  models::save_model(model, dir);
+  say("saved the base model in HF layout to " + dir);
+}
+
+void load_policy(RunContext& run) {
+  models::LoadOptions load;
+  load.dtype = run.dtype;
+  load.device = run.device;
+  load.nf4 = run.config.model.quantization == "nf4";
+  run.model = models::load_model(run.base_model_dir, load);
+  torch::manual_seed(run.config.seed);
+  run.lora.spec = {run.config.lora.r, run.config.lora.alpha, run.config.lora.dropout};
+  run.lora.target_modules = run.config.lora.target_modules;
+  auto adapted = models::attach_lora(run.model, run.lora);
+  int64_t trainable = 0, total = 0;
+  for (auto& p : run.model->parameters()) {
+    total += p.numel();
+    if (p.requires_grad()) trainable += p.numel();
+  }
+  say(std::string("policy: ") + (load.nf4 ? "NF4" : "dense") + " base, " +
+      std::to_string(adapted.size()) + " LoRA-adapted layers (r " +
+      std::to_string(run.lora.spec.r) + "), " + std::to_string(trainable) + " trainable of " +
+      std::to_string(total) + " parameters");
+}
+
+void print_tables(const RunContext& run) {
+  TablesOptions options;
+  options.metric = run.config.selection.metric;
+  options.validation = run.config.selection.test_set;
+  for (const auto& t : run.test_sets)
+    if (t.spec.ood) options.out_of_distribution.push_back(t.spec.name);
+  if (!options.out_of_distribution.empty()) options.in_distribution = run.config.selection.test_set;
+  auto tabled = table_run(run.run_dir, options);
+  for (const auto& warning : tabled.plots.warnings) say("plots: " + warning);
+  for (const auto& file : tabled.files) {
+    const std::string name = fs::path(file).filename().string();
+    if (name.rfind("table2", 0) == 0 && fs::path(file).extension() == ".md")
+      std::printf("%s\n", read_file(file).c_str());
+  }
+  const std::string selection = run.path("selection.json");
+  if (file_exists(selection))
+    std::printf("Selected checkpoints (%s):\n%s\n", selection.c_str(),
+                read_file(selection).c_str());
+}
+
+}  // namespace
+
+int run_pipeline(const RunConfig& config, const std::string& run_dir) {
+  RunContext run;
+  run.config = config;
+  run.run_dir = run_dir;
+  if (config.threads > 0) torch::set_num_threads(config.threads);
+  if (config.device == "cuda") {
+    if (!torch::cuda::is_available())
+      throw Error(config.file + ": device is cuda but no CUDA device is available");
+    run.device = torch::kCUDA;
+  }
+  run.dtype = config.model.dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32;
+  run.metric_options.invalid_citations =
+      rewards::parse_invalid_citations(config.invalid_citations, config.file);
+  prepare_run_dir(config, run_dir);
+  run.format.chat = models::chat_template(config.model.chat_format);
+  run.format.prompt =
+      data::find_prompt_template(config.data.prompt_template, config.data.templates_dir);
+  load_data(run);
+  prepare_tokenizer(run);
+  if (config.model.build_enabled) {
+    build_base_model(run);
+    run.base_model_dir = run.path("base_model");
+  } else {
+    run.base_model_dir = config.model.path;
+  }
+  load_policy(run);
+  {
+    models::AdaptersDisabled base(run.model);
+    // A base the run built is named relative to the run directory, like its checkpoints.
+    evaluate_all(run, "base", 0, config.model.build_enabled ? "base_model" : run.base_model_dir);
+  }
+  for (const auto& setting : config.settings) run_setting(run, setting);
+  print_tables(run);
+  say("done: " + run_dir);
+  return 0;
+}
+
+}  // namespace citeforge::trainer

@@ -1,0 +1,17 @@
+// `citeforge run CONFIG`: the whole pipeline of a run config (DESIGN.md §5). Data (generated
+// for the synthetic world), tokenizer and base model (trained for a built model), evaluation
+// of the base, then every configured setting (sft, ppo, sft+ppo) with an evaluation after
+// each epoch, checkpoint selection, and the papers' tables. Every stage checks what the run
+// directory already holds, so an interrupted run continues where it stopped.
+#pragma once
+
+#include <string>
+
+#include "trainer/run_config.h"
+
+namespace citeforge::trainer {
+
+// Runs `config` into `run_dir` (created if missing). Returns the process exit code.
+int run_pipeline(const RunConfig& config, const std::string& run_dir);
+
+}  // namespace citeforge::trainer

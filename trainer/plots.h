@@ -1,0 +1,30 @@
+// Metric-vs-epoch figures (DESIGN.md §5), like the evidence-QA paper's Figures 4-7: for each
+// test set and metric, one PNG with a line per trained setting (mean and 95% interval per
+// epoch) and the base model as a dashed reference. The data and the gnuplot script are written
+// to RUN_DIR/plots/ first, so a figure can be restyled by hand; gnuplot then renders them. A
+// machine without gnuplot gets the data and scripts and a warning, not an error.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trainer/results.h"
+
+namespace citeforge::trainer {
+
+struct PlotOptions {
+  std::string gnuplot = "gnuplot";   // program name (found on PATH) or path
+  std::vector<std::string> metrics;  // empty: every metric of the results
+};
+
+struct PlotReport {
+  std::vector<std::string> images;    // PNGs rendered
+  std::vector<std::string> scripts;   // .gp files written (one per test set)
+  std::vector<std::string> warnings;  // gnuplot missing or failing, one line each
+};
+
+// Writes RUN_DIR/plots/<test set>.dat and .gp and renders <test set>_<metric>.png.
+PlotReport write_plots(const std::string& run_dir, const std::vector<ResultRecord>& results,
+                       const PlotOptions& options = {});
+
+}  // namespace citeforge::trainer

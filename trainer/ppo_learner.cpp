@@ -1,0 +1,186 @@
+#include "trainer/ppo_learner.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "common/error.h"
+#include "data/random.h"
+#include "models/lora.h"
+
+namespace citeforge::trainer {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+PpoLearner make_ppo_learner(models::LlamaForCausalLM policy, models::ValueHead value_head,
+                            const PpoSection& config, int64_t pad_id) {
+  PpoLearner l;
+  l.policy = policy;
+  l.value_head = value_head;
+  l.config = config;
+  l.kl = config.adaptive_kl
+             ? adaptive_kl_controller(config.kl_coef, config.kl_target, config.kl_horizon)
+             : fixed_kl_controller(config.kl_coef);
+  for (auto& [name, p] : models::lora_parameters(policy)) l.params.push_back(p);
+  for (auto& p : value_head->parameters()) l.params.push_back(p);
+  l.optimizer = std::make_unique<torch::optim::AdamW>(
+      l.params, torch::optim::AdamWOptions(config.lr).weight_decay(0.0));
+  l.pad_id = pad_id;
+  return l;
+}
+
+PackedTrajectories pack_trajectories(const Trajectories& t, int64_t pad_id,
+                                     const torch::Device& device) {
+  const int64_t B = int64_t(t.prompts.size());
+  PackedTrajectories p;
+  for (int64_t b = 0; b < B; ++b) {
+    p.prompt_width = std::max<int64_t>(p.prompt_width, int64_t(t.prompts[b].size()));
+    p.response_width = std::max<int64_t>(p.response_width, int64_t(t.responses[b].size()));
+  }
+  const int64_t P = p.prompt_width, R = p.response_width, W = P + R;
+  auto ids = torch::full({B, W}, pad_id, torch::kInt64);
+  auto real = torch::zeros({B, W}, torch::kBool);
+  auto ids_a = ids.accessor<int64_t, 2>();
+  auto real_a = real.accessor<bool, 2>();
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& prompt = t.prompts[b];
+    const auto& response = t.responses[b];
+    const int64_t offset = P - int64_t(prompt.size());
+    for (std::size_t i = 0; i < prompt.size(); ++i) {
+      ids_a[b][offset + int64_t(i)] = prompt[i];
+      real_a[b][offset + int64_t(i)] = true;
+    }
+    for (std::size_t i = 0; i < response.size(); ++i) {
+      ids_a[b][P + int64_t(i)] = response[i];
+      real_a[b][P + int64_t(i)] = true;
+    }
+  }
+  // Positions count real tokens only, so a left-padded prompt starts at position 0.
+  auto positions = (real.to(torch::kInt64).cumsum(1) - 1).clamp_min(0);
+  p.ids = ids.to(device);
+  p.positions = positions.to(device);
+  p.key_mask = real.to(device);
+  p.responses = ids.narrow(1, P, R).to(device);
+  p.mask = real.narrow(1, P, R).to(torch::kFloat32).to(device);
+  return p;
+}
+
+PolicyOutputs policy_outputs(models::LlamaForCausalLM& policy, models::ValueHead* value_head,
+                             const PackedTrajectories& packed, const torch::Tensor& rows,
+                             double temperature) {
+  const int64_t P = packed.prompt_width, R = packed.response_width;
+  models::AttentionInputs inputs{packed.positions.index_select(0, rows),
+                                 packed.key_mask.index_select(0, rows)};
+  auto hidden = policy->hidden_states(packed.ids.index_select(0, rows), inputs);
+  // The state before response token t is the hidden state at position P + t - 1.
+  auto states = hidden.narrow(1, P - 1, R);
+  PolicyOutputs out;
+  out.logits = policy->logits(states).to(torch::kFloat32) / temperature;
+  out.logprobs = torch::log_softmax(out.logits, -1)
+                     .gather(-1, packed.responses.index_select(0, rows).unsqueeze(-1))
+                     .squeeze(-1);
+  if (value_head) out.values = (*value_head)->forward(states);
+  return out;
+}
+
+PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_seed,
+                    int64_t iteration) {
+  const auto& c = l.config;
+  const torch::Device device = l.params.front().device();
+  const int64_t B = int64_t(batch.prompts.size());
+  PpoStats stats;
+  auto start = std::chrono::steady_clock::now();
+  l.policy->eval();  // no dropout: the ratio must be 1 before the first step
+  l.policy->gradient_checkpointing = c.gradient_checkpointing;
+  l.value_head->eval();
+  auto packed = pack_trajectories(batch, l.pad_id, device);
+  const auto& mask = packed.mask;
+  auto all_rows = torch::arange(B, torch::TensorOptions().dtype(torch::kInt64).device(device));
+
+  // Behaviour policy, reference policy and values, without gradients.
+  torch::Tensor old_logprobs, ref_logprobs, old_values;
+  {
+    torch::NoGradGuard no_grad;
+    auto current = policy_outputs(l.policy, &l.value_head, packed, all_rows, c.temperature);
+    old_logprobs = current.logprobs;
+    old_values = current.values;
+    models::AdaptersDisabled reference(l.policy);
+    ref_logprobs = policy_outputs(l.policy, nullptr, packed, all_rows, c.temperature).logprobs;
+  }
+  const auto estimator = c.kl_estimator == "k3" ? KlEstimator::k3 : KlEstimator::k1;
+  auto kl = kl_per_token(old_logprobs, ref_logprobs, estimator);
+  auto scores = torch::tensor(batch.scores, torch::kFloat64).to(torch::kFloat32).to(device);
+  auto rewards = token_rewards(scores, kl, mask, l.kl.beta);
+  auto advantage = gae(rewards, old_values, mask, c.gamma, c.lam);
+  auto advantages = whiten(advantage.advantages, mask);
+  stats.kl = masked_sum(kl, mask, 1).mean().item<double>();
+  stats.beta = l.kl.beta;
+  stats.reward_mean = scores.mean().item<double>();
+  stats.reward_std = B > 1 ? scores.std().item<double>() : 0.0;
+  stats.explained_variance = explained_variance(old_values, advantage.returns, mask);
+  double words = 0;
+  for (double w : batch.answer_words) words += w;
+  stats.answer_words = words / double(B);
+  stats.response_tokens = mask.sum().item<double>() / double(B);
+  stats.reference_value_seconds = seconds_since(start);
+
+  start = std::chrono::steady_clock::now();
+  data::Rng rng(shuffle_seed);
+  double sum_pl = 0, sum_vl = 0, sum_ent = 0, sum_clip = 0, sum_vclip = 0, sum_kl = 0;
+  for (int64_t epoch = 0; epoch < c.ppo_epochs && !stats.early_stopped; ++epoch) {
+    std::vector<int64_t> order(B);
+    for (int64_t i = 0; i < B; ++i) order[i] = i;
+    data::shuffle_in_place(order, rng);
+    for (int64_t begin = 0; begin < B; begin += c.minibatch_size) {
+      const int64_t end = std::min(B, begin + int64_t(c.minibatch_size));
+      auto rows = torch::tensor(std::vector<int64_t>(order.begin() + begin, order.begin() + end),
+                                torch::kInt64)
+                      .to(device);
+      auto m = mask.index_select(0, rows);
+      auto out = policy_outputs(l.policy, &l.value_head, packed, rows, c.temperature);
+      auto pl = policy_loss(out.logprobs, old_logprobs.index_select(0, rows),
+                            advantages.index_select(0, rows), m, c.clip_range);
+      auto vl = value_loss(out.values, old_values.index_select(0, rows),
+                           advantage.returns.index_select(0, rows), m, c.clip_range_value);
+      auto entropy = entropy_from_logits(out.logits, m);
+      auto loss = pl.loss + c.value_coef * vl.loss - c.entropy_coef * entropy;
+      if (!all_finite(loss))
+        throw Error("ppo: non-finite loss at iteration " + std::to_string(iteration) + " (policy " +
+                    std::to_string(pl.loss.item<double>()) + ", value " +
+                    std::to_string(vl.loss.item<double>()) +
+                    "); the update was stopped and the last checkpoint is intact");
+      l.optimizer->zero_grad();
+      loss.backward();
+      if (c.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(l.params, c.max_grad_norm);
+      l.optimizer->step();
+      ++stats.minibatch_updates;
+      sum_pl += pl.loss.item<double>();
+      sum_vl += vl.loss.item<double>();
+      sum_ent += entropy.item<double>();
+      sum_clip += pl.clip_fraction;
+      sum_vclip += vl.clip_fraction;
+      sum_kl += pl.approx_kl;
+      if (c.kl_stop > 0 && pl.approx_kl > c.kl_stop) {
+        stats.early_stopped = true;
+        break;
+      }
+    }
+  }
+  const double n = double(std::max<int64_t>(1, stats.minibatch_updates));
+  stats.policy_loss = sum_pl / n;
+  stats.value_loss = sum_vl / n;
+  stats.entropy = sum_ent / n;
+  stats.clip_fraction = sum_clip / n;
+  stats.value_clip_fraction = sum_vclip / n;
+  stats.approx_kl = sum_kl / n;
+  l.kl.update(stats.kl, B);
+  l.policy->gradient_checkpointing = false;
+  stats.update_seconds = seconds_since(start);
+  return stats;
+}
+
+}  // namespace citeforge::trainer

@@ -1,0 +1,71 @@
+// PPO's learner side: trajectories in, one PPO update of the adapters and the value head out.
+// It recomputes the behaviour policy's and the reference policy's (adapters off: the same
+// model, no second copy of the base) log-probabilities and the values, shapes the rewards with
+// the per-token KL penalty, estimates advantages with GAE and runs several epochs of clipped
+// policy and value losses over shuffled minibatches (trainer/ppo_math.h).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "models/llama.h"
+#include "models/value_head.h"
+#include "trainer/ppo_math.h"
+#include "trainer/ppo_rollout.h"
+#include "trainer/run_config.h"
+
+namespace citeforge::trainer {
+
+struct PpoLearner {
+  models::LlamaForCausalLM policy{nullptr};
+  models::ValueHead value_head{nullptr};
+  PpoSection config;
+  KlController kl;
+  std::vector<torch::Tensor> params;  // adapters + value head
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  int64_t pad_id = 0;
+};
+
+// Sets up the optimiser over the policy's LoRA parameters and the value head.
+PpoLearner make_ppo_learner(models::LlamaForCausalLM policy, models::ValueHead value_head,
+                            const PpoSection& config, int64_t pad_id);
+
+struct PpoStats {
+  double reward_mean = 0, reward_std = 0;
+  double kl = 0;  // mean per-sequence KL to the reference (summed over tokens)
+  double beta = 0;
+  double entropy = 0, clip_fraction = 0, value_clip_fraction = 0;
+  double policy_loss = 0, value_loss = 0, approx_kl = 0, explained_variance = 0;
+  double answer_words = 0, response_tokens = 0;
+  int64_t minibatch_updates = 0;
+  bool early_stopped = false;
+  double reference_value_seconds = 0, update_seconds = 0;
+};
+
+// One PPO update from `batch`. `shuffle_seed` orders the minibatches. Throws Error (naming
+// `iteration`) on a non-finite loss, before any parameter changes from that minibatch.
+PpoStats ppo_update(PpoLearner& learner, const Trajectories& batch, uint64_t shuffle_seed,
+                    int64_t iteration);
+
+// Prompt + response packed for one forward pass: prompts left-padded to P, responses
+// right-padded to R; `mask` [B, R] marks real response tokens.
+struct PackedTrajectories {
+  torch::Tensor ids, positions, key_mask;  // [B, P + R]
+  torch::Tensor responses, mask;           // [B, R]
+  int64_t prompt_width = 0, response_width = 0;
+};
+PackedTrajectories pack_trajectories(const Trajectories& t, int64_t pad_id,
+                                     const torch::Device& device);
+
+struct PolicyOutputs {
+  torch::Tensor logprobs;  // [B, R] of the response tokens at the sampling temperature
+  torch::Tensor values;    // [B, R] (undefined without a value head)
+  torch::Tensor logits;    // [B, R, V] (scaled by 1 / temperature)
+};
+PolicyOutputs policy_outputs(models::LlamaForCausalLM& policy, models::ValueHead* value_head,
+                             const PackedTrajectories& packed, const torch::Tensor& rows,
+                             double temperature);
+
+}  // namespace citeforge::trainer

@@ -1,0 +1,42 @@
+#include "trainer/ppo_rollout.h"
+
+#include "models/generate.h"
+#include "trainer/lm_data.h"
+
+namespace citeforge::trainer {
+
+Trajectories rollout(models::LlamaForCausalLM& policy, const PromptFormat& format,
+                     const std::vector<data::Example>& examples, const RolloutOptions& options,
+                     const rewards::MetricOptions& metric_options) {
+  Trajectories t;
+  for (const auto& ex : examples) {
+    t.example_ids.push_back(ex.id);
+    t.prompts.push_back(encode_prompt(*format.tokenizer, format.chat, format.prompt, ex));
+  }
+  models::SamplingOptions sampling;
+  sampling.greedy = false;
+  sampling.temperature = options.temperature;
+  sampling.top_p = options.top_p;
+  sampling.max_new_tokens = options.max_new_tokens;
+  sampling.seed = options.seed;
+  sampling.eos_ids = {format.tokenizer->eos_id()};
+  const auto decode = [&](const std::vector<int64_t>& ids) {
+    return format.tokenizer->decode(ids);
+  };
+  const bool was_training = policy->is_training();
+  policy->eval();
+  auto generations = models::generate(policy, t.prompts, sampling, decode);
+  if (was_training) policy->train();
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    auto& g = generations[i];
+    auto metrics = rewards::score_answer(examples[i], g.text, metric_options);
+    t.responses.push_back(std::move(g.tokens));
+    t.logprobs.push_back(std::move(g.logprobs));
+    t.answers.push_back(g.text);
+    t.scores.push_back(metrics.reward);
+    t.answer_words.push_back(metrics.answer_length);
+  }
+  return t;
+}
+
+}  // namespace citeforge::trainer

@@ -1,0 +1,153 @@
+// A training run is one YAML file (torchtune-style recipe config). This is its schema with every
+// default, the loader that validates it (unknown keys, wrong types and impossible values are
+// one-line errors naming the file, line and key path), `--set a.b=c` overrides, and the
+// resolved config written into the run directory.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/synth.h"
+
+namespace citeforge::trainer {
+
+// A new random Llama built from scratch (the embedded demo); HF config.json fields.
+struct ModelBuild {
+  int64_t hidden_size = 128;
+  int64_t intermediate_size = 344;
+  int64_t num_layers = 4;
+  int64_t num_heads = 4;
+  int64_t num_kv_heads = 2;
+  int64_t max_positions = 512;
+  double rope_theta = 10000;
+  bool tie_word_embeddings = true;
+};
+
+struct ModelSection {
+  std::string path;  // an HF model directory; empty when `build` is used
+  bool build_enabled = false;
+  ModelBuild build;
+  std::string tokenizer;              // tokenizer.model; default <path>/tokenizer.model
+  int64_t tokenizer_vocab = 0;        // > 0: train a SentencePiece model of this size on the data
+  std::string dtype = "float32";      // float32 | bfloat16 (GPU)
+  std::string quantization = "none";  // none | nf4 (the frozen base)
+  std::string chat_format = "plain";  // llama2 | mistral | zephyr | plain
+};
+
+struct LoraSection {
+  int64_t r = 64;
+  double alpha = 16;
+  double dropout = 0.1;
+  std::vector<std::string> target_modules = {"all-linear"};
+};
+
+// One gradient-descent stage (language-model pre-training of a built model, or SFT).
+struct TrainSection {
+  bool enabled = true;
+  int epochs = 3;
+  double lr = 2e-4;
+  std::string schedule = "constant";  // constant | cosine (after warm-up)
+  double warmup_ratio = 0.03;
+  int batch_size = 4;  // sequences per micro-batch
+  int grad_accum = 8;  // micro-batches per optimiser step (effective batch = product)
+  double max_grad_norm = 0.3;
+  double weight_decay = 0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double adam_eps = 1e-8;
+  int log_every = 10;        // optimiser steps between metrics.jsonl records
+  int checkpoint_every = 0;  // optimiser steps between mid-epoch checkpoints; 0 = epochs only
+  int max_seq_len = 512;     // longer sequences are cut (prompt first) with a warning count
+  int max_examples = 0;      // 0 = all
+  bool gradient_checkpointing = false;  // recompute decoder blocks in backward to save memory
+};
+
+struct PpoSection {
+  int iterations = 20;
+  int batch_size = 32;  // prompts per rollout
+  int minibatch_size = 8;
+  int ppo_epochs = 4;
+  double lr = 1e-4;
+  double max_grad_norm = 1.0;
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int max_new_tokens = 48;
+  double gamma = 1.0;
+  double lam = 0.95;
+  double clip_range = 0.2;
+  double clip_range_value = 0.2;
+  double value_coef = 0.1;
+  double entropy_coef = 0.0;
+  double kl_coef = 0.05;
+  std::string kl_estimator = "k1";  // k1 | k3
+  bool adaptive_kl = false;
+  double kl_target = 6.0;
+  int64_t kl_horizon = 10000;
+  double kl_stop = 0;        // > 0: stop an update's epochs when approx KL exceeds this
+  int eval_every = 10;       // iterations between evaluations (and at the end)
+  int checkpoint_every = 5;  // iterations between checkpoints
+  int log_every = 1;
+  int max_examples = 0;
+  bool gradient_checkpointing = false;
+};
+
+struct TestSetSpec {
+  std::string name;
+  std::string path;  // JSONL examples, or synth:<split> for the generated world
+  bool ood = false;  // out-of-distribution (for the correlation table)
+};
+
+struct DataSection {
+  bool synth_enabled = false;
+  data::SynthConfig synth;  // generated into <run>/data when enabled
+  std::string train;        // JSONL, or synth:train
+  std::vector<TestSetSpec> test_sets;
+  std::string prompt_template = "rage_numeric";  // name in templates_dir or a .yaml path
+  std::string templates_dir = "configs/templates";
+  std::string reference = "teacher";  // which reference answer SFT learns
+};
+
+struct EvalSection {
+  int max_new_tokens = 64;
+  int batch_size = 32;
+  int max_examples = 0;  // per test set; 0 = all
+  int bootstrap_resamples = 1000;
+};
+
+struct SelectionSection {
+  std::string metric = "f1";
+  std::string test_set;  // default: the first test set that is not OOD
+};
+
+struct RunConfig {
+  std::string file;  // where it was loaded from (for messages)
+  std::string name = "run";
+  uint64_t seed = 1;
+  std::string device = "cpu";                   // cpu | cuda
+  int threads = 0;                              // intra-op threads; 0 = LibTorch's default
+  std::string resume = "auto";                  // auto | never
+  std::vector<std::string> settings = {"sft"};  // any of sft, ppo, sft+ppo
+  DataSection data;
+  ModelSection model;
+  LoraSection lora;
+  TrainSection pretrain;  // disabled unless given (only sensible for a built model)
+  TrainSection sft;
+  PpoSection ppo;
+  EvalSection eval;
+  SelectionSection selection;
+  std::string invalid_citations = "penalize";  // penalize | ignore
+};
+
+// Reads, overrides (`key.path=value`, the value parsed as YAML) and validates a config.
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides = {});
+RunConfig parse_run_config(const std::string& yaml_text, const std::string& file,
+                           const std::vector<std::string>& overrides = {});
+
+// The resolved config (every default filled in) as YAML that parse_run_config reads back.
+std::string run_config_to_yaml(const RunConfig& config);
+
+// The test set used for checkpoint selection.
+const TestSetSpec& selection_test_set(const RunConfig& config);
+
+}  // namespace citeforge::trainer

@@ -1,0 +1,54 @@
+// What every stage of a run shares: the resolved config, the run directory, the device, the
+// examples, the prompt format and the policy model. Built once by the pipeline.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "data/example.h"
+#include "models/llama.h"
+#include "models/lora.h"
+#include "models/tokenizer.h"
+#include "rewards/metrics.h"
+#include "trainer/evaluate.h"
+#include "trainer/run_config.h"
+
+namespace citeforge::trainer {
+
+struct TestSet {
+  TestSetSpec spec;
+  std::vector<data::Example> examples;  // already cut to eval.max_examples
+};
+
+struct RunContext {
+  RunConfig config;
+  std::string run_dir;
+  torch::Device device = torch::kCPU;
+  torch::Dtype dtype = torch::kFloat32;
+  std::vector<data::Example> train;
+  std::vector<TestSet> test_sets;
+  std::unique_ptr<models::Tokenizer> tokenizer;
+  PromptFormat format;
+  std::string base_model_dir;  // HF layout
+  models::LlamaForCausalLM model{nullptr};
+  models::LoraConfig lora;
+  rewards::MetricOptions metric_options;
+
+  std::string path(const std::string& relative) const;  // run_dir / relative
+  std::string metrics_path() const { return path("metrics.jsonl"); }
+  std::string checkpoint_root() const { return path("checkpoints"); }
+};
+
+// Evaluates the current model on every test set as (stage, epoch), unless the archive of that
+// evaluation already exists: generations go to eval/<stage>-<epoch>/<test set>.h5 and the
+// aggregates to results.json. Prints one summary line per test set.
+void evaluate_all(RunContext& run, const std::string& stage, int epoch,
+                  const std::string& checkpoint);
+
+// Re-initialises every adapter (A Kaiming-uniform from `seed`, B zeros): a fresh start for a
+// setting that does not continue from another.
+void reset_adapters(models::LlamaForCausalLM& model, uint64_t seed);
+
+}  // namespace citeforge::trainer
