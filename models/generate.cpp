@@ -84,7 +84,8 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
   KVCache cache = make_kv_cache(config, B, width + o.max_new_tokens, params.front().options());
   std::vector<at::Generator> rngs;
   for (int64_t b = 0; b < B; ++b)
-    rngs.push_back(at::detail::createCPUGenerator(o.seed * 1000003ULL + static_cast<uint64_t>(b)));
+    rngs.push_back(at::detail::createCPUGenerator(o.seed * 1000003ULL +
+                                                  static_cast<uint64_t>(o.first_row + b)));
 
   std::vector<Generation> out(B);
   std::vector<bool> done(B, false);

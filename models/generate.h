@@ -15,7 +15,8 @@ struct SamplingOptions {
   bool greedy = true;
   double temperature = 1.0;
   double top_p = 1.0;
-  uint64_t seed = 0;                      // row i samples from its own generator seeded (seed, i)
+  uint64_t seed = 0;      // row i samples from its own generator seeded (seed, first_row + i)
+  int64_t first_row = 0;  // a shard of a larger batch passes its offset, and samples as in it
   std::vector<int64_t> eos_ids;           // empty: the model config's
   std::vector<std::string> stop_strings;  // need `decode`
 };

@@ -2,6 +2,7 @@
 #include "common/error.h"
 #include "trainer/cli_args.h"
 #include "trainer/commands.h"
+#include "trainer/dist_run.h"
 #include "trainer/pipeline.h"
 #include "trainer/run_config.h"
 
@@ -12,7 +13,16 @@ int command_run(const Args& raw) {
   if (args.positional.size() != 1)
     throw Error("usage: citeforge run CONFIG.yaml [--out RUN_DIR] [--set key.path=value ...]");
   RunConfig config = load_run_config(args.positional[0], args.all("set"));
-  return run_pipeline(config, args.get_or("out", "runs/" + config.name));
+  // Under `citeforge launch`, torchrun or srun this process is one rank of several.
+  auto dist = start_distributed(config);
+  try {
+    const int code = run_pipeline(config, args.get_or("out", "runs/" + config.name), dist.get());
+    if (dist) dist->group->finish();
+    return code;
+  } catch (const std::exception& e) {
+    if (dist) dist->group->abort(e.what());  // the others stop now rather than at a timeout
+    throw;
+  }
 }
 
 }  // namespace citeforge::trainer

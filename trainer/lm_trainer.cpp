@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/fault.h"
+#include "data/random.h"
 #include "trainer/progress.h"
 
 namespace citeforge::trainer {
@@ -40,8 +41,41 @@ void append_jsonl(const std::string& path, const std::string& json_line) {
   std::fclose(f);
 }
 
+namespace {
+
+// Sums the ranks' gradients and `totals` (loss, tokens) in one collective. A rank that trained
+// no micro-batch of this step contributes zeros.
+void all_reduce_step(const LmDataParallel& dp, const std::vector<torch::Tensor>& params,
+                     std::vector<double>& totals, const std::string& phase) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& p : params)
+    parts.push_back(p.grad().defined()
+                        ? p.grad().to(torch::kFloat32).reshape(-1)
+                        : torch::zeros({p.numel()}, p.options().dtype(torch::kFloat32)));
+  parts.push_back(
+      torch::tensor(totals, torch::kFloat64).to(torch::kFloat32).to(params[0].device()));
+  auto flat = torch::cat(parts).cpu();
+  // The totals share the gradients' fp32 buffer, so a step costs one collective.
+  dp.all_reduce_sum(flat, phase);
+  torch::NoGradGuard no_grad;
+  int64_t at = 0;
+  for (const auto& p : params) {
+    auto summed = flat.narrow(0, at, p.numel()).view(p.sizes()).to(p.device(), p.scalar_type());
+    if (p.grad().defined())
+      p.mutable_grad().copy_(summed);
+    else
+      p.mutable_grad() = summed.clone();  // not a view of `flat`
+    at += p.numel();
+  }
+  for (auto& t : totals) t = flat[at++].item<double>();
+}
+
+}  // namespace
+
 LmTrainingResult run_lm_training(LmTrainingJob& job) {
   const auto& cfg = job.config;
+  const auto& dp = job.data_parallel;
+  const bool lead = dp.rank == 0;  // writes checkpoints and metrics
   const auto& sequences = *job.sequences;
   if (sequences.empty()) throw Error(job.stage + ": no training sequences");
   std::vector<torch::Tensor> params;
@@ -67,22 +101,27 @@ LmTrainingResult run_lm_training(LmTrainingJob& job) {
     global_step = s.global_step;
     if (s.epoch_complete) {
       start_epoch = s.epoch + 1;
-      if (job.on_epoch_end) job.on_epoch_end(s.epoch);  // its evaluation may not have finished
+      // Its evaluation may not have finished.
+      if (job.on_epoch_end && lead) job.on_epoch_end(s.epoch);
     } else {
       start_epoch = s.epoch;
       skip_batches = s.batches_done;
     }
-    std::fprintf(stderr, "[%s] resuming from %s: epoch %lld, %lld micro-batches done, step %lld\n",
-                 job.stage.c_str(), last_dir.c_str(), (long long)s.epoch, (long long)s.batches_done,
-                 (long long)s.global_step);
-    append_jsonl(
-        job.metrics_path,
-        nlohmann::json{
-            {"stage", job.stage}, {"event", "resume"}, {"epoch", s.epoch}, {"step", s.global_step}}
-            .dump());
+    if (lead) {
+      std::fprintf(stderr,
+                   "[%s] resuming from %s: epoch %lld, %lld micro-batches done, step %lld\n",
+                   job.stage.c_str(), last_dir.c_str(), (long long)s.epoch,
+                   (long long)s.batches_done, (long long)s.global_step);
+      append_jsonl(job.metrics_path, nlohmann::json{{"stage", job.stage},
+                                                    {"event", "resume"},
+                                                    {"epoch", s.epoch},
+                                                    {"step", s.global_step}}
+                                         .dump());
+    }
   }
 
   auto save = [&](const std::string& dir, int64_t epoch, int64_t batches_done, bool complete) {
+    if (!lead) return;
     contents.state.epoch = epoch;
     contents.state.batches_done = batches_done;
     contents.state.global_step = global_step;
@@ -110,12 +149,27 @@ LmTrainingResult run_lm_training(LmTrainingJob& job) {
       if (step_tokens == 0) continue;
       optimizer.zero_grad();
       double step_loss = 0;
-      for (auto& batch : step_batches) {
+      double step_real_tokens = 0;
+      for (size_t i = 0; i < step_batches.size(); ++i) {
+        if (int(i % size_t(dp.world_size)) != dp.rank) continue;  // another rank's share
+        if (dp.world_size > 1)
+          torch::manual_seed(data::derive_seed(job.seed, job.stage + "/dropout/" +
+                                                             std::to_string(epoch) + "/" +
+                                                             std::to_string(first + int64_t(i))));
+        auto& batch = step_batches[i];
         auto loss = masked_lm_loss_sum(job.model, batch) / double(step_tokens);
         loss.backward();
         step_loss += loss.item<double>();
-        window_real_tokens += double(batch.tokens);
+        step_real_tokens += double(batch.tokens);
       }
+      if (dp.world_size > 1) {
+        std::vector<double> totals{step_loss, step_real_tokens};
+        all_reduce_step(dp, params, totals,
+                        job.stage + " step " + std::to_string(global_step + 1) + ": gradients");
+        step_loss = totals[0];
+        step_real_tokens = totals[1];
+      }
+      window_real_tokens += step_real_tokens;
       if (!std::isfinite(step_loss))
         throw Error(job.stage + ": non-finite loss at epoch " + std::to_string(epoch) + ", step " +
                     std::to_string(global_step + 1) + "; the last checkpoint (" + last_dir +
@@ -129,7 +183,7 @@ LmTrainingResult run_lm_training(LmTrainingJob& job) {
       ++global_step;
       window_loss += step_loss * double(step_tokens);
       window_tokens += double(step_tokens);
-      if (global_step % cfg.log_every == 0 || last == batches_per_epoch) {
+      if (lead && (global_step % cfg.log_every == 0 || last == batches_per_epoch)) {
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
         const double mean_loss = window_loss / window_tokens;
@@ -160,7 +214,7 @@ LmTrainingResult run_lm_training(LmTrainingJob& job) {
     save((fs::path(job.checkpoint_root) / (job.stage + "-" + std::to_string(epoch))).string(),
          epoch, batches_per_epoch, true);
     save(last_dir, epoch, batches_per_epoch, true);
-    if (job.on_epoch_end) {
+    if (job.on_epoch_end && lead) {
       job.model->eval();
       job.on_epoch_end(epoch);
       job.model->train();

@@ -17,6 +17,17 @@
 
 namespace citeforge::trainer {
 
+// Data parallelism over several processes (trainer/dist_run.h sets it): every optimiser step's
+// micro-batches are dealt round-robin to the ranks, and `all_reduce_sum` adds the ranks'
+// gradients (and losses) up before the step, so every rank takes the same step on the same
+// effective batch. Dropout is seeded per micro-batch, so a micro-batch draws the same mask on
+// whichever rank trains it. Only rank 0 writes checkpoints and metrics and runs on_epoch_end.
+struct LmDataParallel {
+  int rank = 0;
+  int world_size = 1;  // 1: off
+  std::function<void(torch::Tensor& values, const std::string& phase)> all_reduce_sum;
+};
+
 struct LmTrainingJob {
   std::string stage;  // "pretrain" or "sft": names checkpoints and metrics records
   TrainSection config;
@@ -34,6 +45,7 @@ struct LmTrainingJob {
   std::function<void(int64_t epoch)> on_epoch_end;
   // Extra files written into every checkpoint (e.g. peft adapter files).
   std::function<std::vector<std::pair<std::string, std::string>>()> extra_files;
+  LmDataParallel data_parallel;
 };
 
 struct LmTrainingResult {

@@ -26,6 +26,7 @@ const std::map<std::string, Command>& commands() {
       {"data", {command_data, "import, synthesise, inspect and render example files"}},
       {"tables", {command_tables, "rebuild the papers' tables and plots of run directories"}},
       {"export", {command_export, "export a checkpoint's adapter (peft) or a merged model"}},
+      {"launch", {command_launch, "start N local ranks of a distributed command (like torchrun)"}},
   };
   return table;
 }

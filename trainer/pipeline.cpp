@@ -7,10 +7,12 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "data/synsciqa.h"
 #include "data/synth.h"
 #include "models/checkpoint_io.h"
 #include "models/model_init.h"
 #include "models/tokenizer_train.h"
+#include "trainer/dist_run.h"
 #include "trainer/lm_trainer.h"
 #include "trainer/run_context.h"
 #include "trainer/run_tables.h"
@@ -47,15 +49,29 @@ std::string resolve_data_path(const RunContext& run, const std::string& path) {
   return path;
 }
 
+// Examples from a data path of the config (see TestSetSpec): JSONL, the generated world, or a
+// SynSciQA file imported on the fly (what it could not parse is reported, never dropped
+// silently).
+std::vector<data::Example> read_data(const RunContext& run, const std::string& path,
+                                     const std::string& golden) {
+  if (!is_synsciqa_path(path)) return data::read_examples_jsonl(resolve_data_path(run, path));
+  data::SynsciqaReport report;
+  auto examples = data::import_synsciqa(
+      path, golden.empty() ? std::nullopt : std::optional<std::string>(golden), &report);
+  say("imported " + std::to_string(examples.size()) + " SynSciQA examples from " + path +
+      (golden.empty() ? " (silver labels)" : " with golden labels"));
+  return examples;
+}
+
 void load_data(RunContext& run) {
   const auto& c = run.config;
   if (c.data.synth_enabled && !file_exists(run.path("data/synth_config.yaml"))) {
     say("generating the synthetic citation world into " + run.path("data"));
     data::write_synth(data::generate_synth(c.data.synth), run.path("data"));
   }
-  run.train = data::read_examples_jsonl(resolve_data_path(run, c.data.train));
+  run.train = read_data(run, c.data.train, c.data.train_golden);
   for (const auto& spec : c.data.test_sets) {
-    TestSet t{spec, data::read_examples_jsonl(resolve_data_path(run, spec.path))};
+    TestSet t{spec, read_data(run, spec.path, spec.golden)};
     t.spec.path = resolve_data_path(run, spec.path);
     if (c.eval.max_examples > 0 && int(t.examples.size()) > c.eval.max_examples)
       t.examples.resize(c.eval.max_examples);
@@ -195,10 +211,11 @@ void print_tables(const RunContext& run) {
 
 }  // namespace
 
-int run_pipeline(const RunConfig& config, const std::string& run_dir) {
+int run_pipeline(const RunConfig& config, const std::string& run_dir, DistRun* dist) {
   RunContext run;
   run.config = config;
   run.run_dir = run_dir;
+  run.dist = dist;
   if (config.threads > 0) torch::set_num_threads(config.threads);
   if (config.device == "cuda") {
     if (!torch::cuda::is_available())
@@ -208,25 +225,29 @@ int run_pipeline(const RunConfig& config, const std::string& run_dir) {
   run.dtype = config.model.dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32;
   run.metric_options.invalid_citations =
       rewards::parse_invalid_citations(config.invalid_citations, config.file);
-  prepare_run_dir(config, run_dir);
+  if (is_lead(run)) prepare_run_dir(config, run_dir);
+  sync_ranks(run, "prepare the run directory");
   run.format.chat = models::chat_template(config.model.chat_format);
   run.format.prompt =
       data::find_prompt_template(config.data.prompt_template, config.data.templates_dir);
-  load_data(run);
-  prepare_tokenizer(run);
-  if (config.model.build_enabled) {
-    build_base_model(run);
-    run.base_model_dir = run.path("base_model");
-  } else {
-    run.base_model_dir = config.model.path;
-  }
+  // With several ranks, rank 0 makes what the run directory lacks and the others then read it.
+  lead_first(run, "prepare data, tokenizer and base model", [&] {
+    load_data(run);
+    prepare_tokenizer(run);
+    if (config.model.build_enabled) build_base_model(run);
+  });
+  run.base_model_dir = config.model.build_enabled ? run.path("base_model") : config.model.path;
   load_policy(run);
-  {
+  if (is_lead(run)) {
     models::AdaptersDisabled base(run.model);
     // A base the run built is named relative to the run directory, like its checkpoints.
     evaluate_all(run, "base", 0, config.model.build_enabled ? "base_model" : run.base_model_dir);
   }
-  for (const auto& setting : config.settings) run_setting(run, setting);
+  for (const auto& setting : config.settings) {
+    sync_ranks(run, "start setting " + setting);  // sft+ppo reads what rank 0 wrote for sft
+    run_setting(run, setting);
+  }
+  if (!is_lead(run)) return 0;
   print_tables(run);
   say("done: " + run_dir);
   return 0;

@@ -11,7 +11,10 @@
 
 namespace citeforge::trainer {
 
-// Runs `config` into `run_dir` (created if missing). Returns the process exit code.
-int run_pipeline(const RunConfig& config, const std::string& run_dir);
+struct DistRun;  // trainer/dist_run.h
+
+// Runs `config` into `run_dir` (created if missing). Returns the process exit code. `dist` is
+// set when this process is one rank of several (trainer/dist_run.h).
+int run_pipeline(const RunConfig& config, const std::string& run_dir, DistRun* dist = nullptr);
 
 }  // namespace citeforge::trainer

@@ -19,6 +19,7 @@ Trajectories rollout(models::LlamaForCausalLM& policy, const PromptFormat& forma
   sampling.top_p = options.top_p;
   sampling.max_new_tokens = options.max_new_tokens;
   sampling.seed = options.seed;
+  sampling.first_row = options.first_row;
   sampling.eos_ids = {format.tokenizer->eos_id()};
   const auto decode = [&](const std::vector<int64_t>& ids) {
     return format.tokenizer->decode(ids);

@@ -31,6 +31,9 @@ struct RolloutOptions {
   double top_p = 1.0;
   int64_t max_new_tokens = 48;
   uint64_t seed = 0;  // sampling seed for this batch
+  // Where `examples` start in the iteration's batch: a rollout rank's shard samples each row
+  // with the generator it would have had in the whole batch (models::SamplingOptions).
+  int64_t first_row = 0;
 };
 
 // Samples one answer per example with the policy (adapters on, no dropout) and scores it.

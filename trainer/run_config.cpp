@@ -238,9 +238,11 @@ void visit_data(V& v, DataSection& d) {
   v.section(
       "synth", [&](auto& s) { visit_synth(s, d.synth); }, &d.synth_enabled);
   v.field("train", d.train);
+  v.field("train_golden", d.train_golden);
   v.list("test_sets", d.test_sets, [](auto& s, TestSetSpec& t) {
     s.field("name", t.name);
     s.field("path", t.path);
+    s.field("golden", t.golden);
     s.field("ood", t.ood);
   });
   v.field("template", d.prompt_template);
@@ -254,6 +256,14 @@ void visit_eval(V& v, EvalSection& e) {
   v.field("batch_size", e.batch_size);
   v.field("max_examples", e.max_examples);
   v.field("bootstrap_resamples", e.bootstrap_resamples);
+}
+
+template <class V>
+void visit_distributed(V& v, DistributedSection& d) {
+  v.field("backend", d.backend);
+  v.field("learners", d.learners);
+  v.field("rollout_on_learners", d.rollout_on_learners);
+  v.field("timeout_s", d.timeout_s);
 }
 
 template <class V>
@@ -277,6 +287,8 @@ void visit_run(V& v, RunConfig& c) {
     s.field("test_set", c.selection.test_set);
   });
   v.field("invalid_citations", c.invalid_citations);
+  v.section(
+      "distributed", [&](auto& s) { visit_distributed(s, c.distributed); }, &c.distributed_enabled);
 }
 
 // Applies "a.b.c=value": the value is parsed as YAML, so lists and mappings work too.
@@ -391,7 +403,13 @@ void validate(RunConfig& c) {
   require(c.lora.alpha > 0, f, "lora.alpha", "must be > 0");
   require(c.lora.dropout >= 0 && c.lora.dropout < 1, f, "lora.dropout", "must be in [0, 1)");
   // Data.
-  auto check_path = [&](const std::string& path, const std::string& key) {
+  auto check_path = [&](const std::string& path, const std::string& key,
+                        const std::string& golden = "") {
+    if (!golden.empty()) {
+      require(file_exists(golden), f, key + " golden", "file not found: '" + golden + "'");
+      require(is_synsciqa_path(path), f, key + " golden",
+              "golden labels apply to SynSciQA .csv/.json files only");
+    }
     if (path.rfind("synth:", 0) == 0) {
       require(c.data.synth_enabled, f, key, "'" + path + "' needs a data.synth section");
       require(one_of(path.substr(6), {"train", "validation", "test", "test_ood"}), f, key,
@@ -401,7 +419,7 @@ void validate(RunConfig& c) {
       require(file_exists(path), f, key, "file not found: '" + path + "'");
     }
   };
-  check_path(c.data.train, "data.train");
+  check_path(c.data.train, "data.train", c.data.train_golden);
   require(!c.data.test_sets.empty(), f, "data.test_sets", "at least one test set is needed");
   std::set<std::string> names;
   for (std::size_t i = 0; i < c.data.test_sets.size(); ++i) {
@@ -409,7 +427,7 @@ void validate(RunConfig& c) {
     const std::string key = "data.test_sets[" + std::to_string(i) + "]";
     require(!t.name.empty(), f, key + ".name", "must not be empty");
     require(names.insert(t.name).second, f, key + ".name", "duplicate test set '" + t.name + "'");
-    check_path(t.path, key + ".path");
+    check_path(t.path, key + ".path", t.golden);
   }
   if (c.data.synth_enabled) {
     try {
@@ -464,9 +482,26 @@ void validate(RunConfig& c) {
           "'" + c.selection.test_set + "' is not a test set");
   require(one_of(c.invalid_citations, {"penalize", "ignore"}), f, "invalid_citations",
           "must be penalize or ignore");
+  // Distributed (the world size is known only at start-up: trainer/dist_env.h checks the rest).
+  const auto& d = c.distributed;
+  require(one_of(d.backend, {"gloo", "nccl"}), f, "distributed.backend", "must be gloo or nccl");
+  require(d.backend != "nccl" || c.device == "cuda", f, "distributed.backend",
+          "nccl needs device: cuda (use gloo on CPUs)");
+  require(d.learners >= 0, f, "distributed.learners", "must be >= 0 (0 = every rank)");
+  require(d.rollout_on_learners || d.learners > 0, f, "distributed.rollout_on_learners",
+          "false leaves no rank to roll out when every rank learns (learners: 0)");
+  require(d.timeout_s > 0, f, "distributed.timeout_s", "must be > 0");
 }
 
 }  // namespace
+
+bool is_synsciqa_path(const std::string& path) {
+  auto ends_with = [&](const char* suffix) {
+    const std::string s(suffix);
+    return path.size() >= s.size() && path.compare(path.size() - s.size(), s.size(), s) == 0;
+  };
+  return ends_with(".csv") || ends_with(".json");
+}
 
 RunConfig parse_run_config(const std::string& yaml_text, const std::string& file,
                            const std::vector<std::string>& overrides) {

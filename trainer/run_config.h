@@ -92,16 +92,21 @@ struct PpoSection {
   bool gradient_checkpointing = false;
 };
 
+// Where examples come from: a .jsonl file of citeforge examples, synth:<split> for the
+// generated world, or a SynSciQA file (.csv or .json) imported on load, with relevance labels
+// from `golden` (a *_with_golden_sources.csv) when given.
 struct TestSetSpec {
   std::string name;
-  std::string path;  // JSONL examples, or synth:<split> for the generated world
-  bool ood = false;  // out-of-distribution (for the correlation table)
+  std::string path;
+  std::string golden;  // SynSciQA only
+  bool ood = false;    // out-of-distribution (for the correlation table)
 };
 
 struct DataSection {
   bool synth_enabled = false;
   data::SynthConfig synth;  // generated into <run>/data when enabled
-  std::string train;        // JSONL, or synth:train
+  std::string train;         // as TestSetSpec::path
+  std::string train_golden;  // SynSciQA only
   std::vector<TestSetSpec> test_sets;
   std::string prompt_template = "rage_numeric";  // name in templates_dir or a .yaml path
   std::string templates_dir = "configs/templates";
@@ -118,6 +123,17 @@ struct EvalSection {
 struct SelectionSection {
   std::string metric = "f1";
   std::string test_set;  // default: the first test set that is not OOD
+};
+
+// Several processes (DESIGN.md §5): used when `citeforge launch`, torchrun or SLURM start the
+// run with more than one rank (trainer/dist_env.h); a single process ignores this section.
+// Ranks 0..learners-1 run the PPO update (rank 0 also evaluates and checkpoints); the rollout
+// ranks generate with their copy of the policy.
+struct DistributedSection {
+  std::string backend = "gloo";     // gloo (CPU) | nccl (GPU)
+  int learners = 0;                 // 0 = every rank learns
+  bool rollout_on_learners = true;  // false: only the ranks that do not learn generate
+  double timeout_s = 300;           // a rank silent this long (dead or hung) stops every rank
 };
 
 struct RunConfig {
@@ -137,6 +153,8 @@ struct RunConfig {
   EvalSection eval;
   SelectionSection selection;
   std::string invalid_citations = "penalize";  // penalize | ignore
+  bool distributed_enabled = false;            // the section was given
+  DistributedSection distributed;
 };
 
 // Reads, overrides (`key.path=value`, the value parsed as YAML) and validates a config.
@@ -146,6 +164,9 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& file
 
 // The resolved config (every default filled in) as YAML that parse_run_config reads back.
 std::string run_config_to_yaml(const RunConfig& config);
+
+// True for a SynSciQA file (.csv or .json), which a run imports on load.
+bool is_synsciqa_path(const std::string& path);
 
 // The test set used for checkpoint selection.
 const TestSetSpec& selection_test_set(const RunConfig& config);

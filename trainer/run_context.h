@@ -22,6 +22,8 @@ struct TestSet {
   std::vector<data::Example> examples;  // already cut to eval.max_examples
 };
 
+struct DistRun;  // trainer/dist_run.h
+
 struct RunContext {
   RunConfig config;
   std::string run_dir;
@@ -35,6 +37,7 @@ struct RunContext {
   models::LlamaForCausalLM model{nullptr};
   models::LoraConfig lora;
   rewards::MetricOptions metric_options;
+  DistRun* dist = nullptr;  // set when several processes run this config together
 
   std::string path(const std::string& relative) const;  // run_dir / relative
   std::string metrics_path() const { return path("metrics.jsonl"); }

@@ -7,6 +7,7 @@
 #include "common/file_io.h"
 #include "models/peft_adapter.h"
 #include "models/safetensors.h"
+#include "trainer/dist_run.h"
 #include "trainer/lm_trainer.h"
 #include "trainer/ppo_stage.h"
 #include "trainer/results.h"
@@ -61,6 +62,7 @@ void run_sft(RunContext& run) {
   job.on_epoch_end = [&](int64_t epoch) {
     evaluate_all(run, "sft", int(epoch), "checkpoints/sft-" + std::to_string(epoch));
   };
+  make_data_parallel(job, run);  // with several ranks, they share every step's micro-batches
   run_lm_training(job);
 }
 

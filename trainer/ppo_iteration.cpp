@@ -1,0 +1,100 @@
+#include "trainer/ppo_iteration.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "data/random.h"
+#include "models/lora.h"
+
+namespace citeforge::trainer {
+
+std::vector<data::Example> ppo_pool(const RunContext& run) {
+  const auto& c = run.config.ppo;
+  std::vector<data::Example> pool = run.train;
+  if (c.max_examples > 0 && int(pool.size()) > c.max_examples) pool.resize(c.max_examples);
+  return pool;
+}
+
+std::vector<data::Example> ppo_prompt_batch(const RunContext& run, const std::string& stage,
+                                            const std::vector<data::Example>& pool, int64_t it) {
+  data::Rng prompt_rng(
+      data::derive_seed(run.config.seed, stage + "/prompts/" + std::to_string(it)));
+  std::vector<data::Example> batch;
+  for (auto i :
+       data::sample_indices(prompt_rng, pool.size(), std::size_t(run.config.ppo.batch_size)))
+    batch.push_back(pool[i]);
+  return batch;
+}
+
+RolloutOptions ppo_rollout_options(const RunContext& run, const std::string& stage, int64_t it) {
+  const auto& c = run.config.ppo;
+  RolloutOptions options;
+  options.temperature = c.temperature;
+  options.top_p = c.top_p;
+  options.max_new_tokens = c.max_new_tokens;
+  options.seed = data::derive_seed(run.config.seed, stage + "/sample/" + std::to_string(it));
+  return options;
+}
+
+uint64_t ppo_shuffle_seed(const RunContext& run, const std::string& stage, int64_t it) {
+  return data::derive_seed(run.config.seed, stage + "/shuffle/" + std::to_string(it));
+}
+
+int ppo_eval_index(const PpoSection& c, int64_t it) {
+  if (it % c.eval_every == 0) return int(it / c.eval_every);
+  if (it == c.iterations) return int((it + c.eval_every - 1) / c.eval_every);
+  return 0;
+}
+
+models::ValueHead make_ppo_value_head(const RunContext& run, const std::string& stage) {
+  torch::manual_seed(data::derive_seed(run.config.seed, stage + "/value_head"));
+  models::ValueHeadOptions head_options;
+  head_options.hidden_size = run.model->config.hidden_size;
+  models::ValueHead value_head(head_options);
+  value_head->to(run.device);
+  return value_head;
+}
+
+NamedTensors ppo_trainable(RunContext& run, models::ValueHead& value_head) {
+  NamedTensors trainable = models::lora_parameters(run.model);
+  for (auto& item : value_head->named_parameters())
+    trainable.emplace_back("v_head." + item.key(), item.value());
+  return trainable;
+}
+
+nlohmann::json ppo_metrics_record(const std::string& stage, int64_t it, const PpoStats& s,
+                                  double rollout_s) {
+  return nlohmann::json{{"stage", stage},
+                        {"iteration", it},
+                        {"reward_mean", s.reward_mean},
+                        {"reward_std", s.reward_std},
+                        {"kl", s.kl},
+                        {"beta", s.beta},
+                        {"entropy", s.entropy},
+                        {"clip_fraction", s.clip_fraction},
+                        {"value_clip_fraction", s.value_clip_fraction},
+                        {"policy_loss", s.policy_loss},
+                        {"value_loss", s.value_loss},
+                        {"approx_kl", s.approx_kl},
+                        {"explained_variance", std::isfinite(s.explained_variance)
+                                                   ? nlohmann::json(s.explained_variance)
+                                                   : nlohmann::json()},
+                        {"answer_words", s.answer_words},
+                        {"response_tokens", s.response_tokens},
+                        {"early_stopped", s.early_stopped},
+                        {"rollout_s", rollout_s},
+                        {"reference_value_s", s.reference_value_seconds},
+                        {"update_s", s.update_seconds}};
+}
+
+std::string ppo_status_line(const PpoStats& s, double rollout_s) {
+  char status[200];
+  std::snprintf(status, sizeof status,
+                "reward %.3f±%.3f  kl %.3f  beta %.3f  ent %.2f  clip %.2f  vloss %.4f  "
+                "words %.1f  t %.1f/%.1f/%.1fs",
+                s.reward_mean, s.reward_std, s.kl, s.beta, s.entropy, s.clip_fraction, s.value_loss,
+                s.answer_words, rollout_s, s.reference_value_seconds, s.update_seconds);
+  return status;
+}
+
+}  // namespace citeforge::trainer
