@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "common/error.h"
 #include "tests/test_paths.h"
 #include "trainer/run_config.h"
@@ -79,4 +81,26 @@ TEST_CASE("the shipped configs load", "[trainer][config]") {
   auto demo = trainer::load_run_config(testing::source_path("configs/demo.yaml"));
   CHECK(demo.model.build_enabled);
   CHECK(demo.settings.size() == 3);
+  // The SynSciQA configs run from the repository root (their data paths are relative to it);
+  // the 7B ones name a model directory a user downloads, replaced here by a small real model.
+  const auto previous = std::filesystem::current_path();
+  std::filesystem::current_path(testing::source_path(""));
+  struct Restore {
+    std::filesystem::path dir;
+    ~Restore() { std::filesystem::current_path(dir); }
+  } restore{previous};
+  auto smoke = trainer::load_run_config("configs/synsciqa/sft.yaml");
+  CHECK(smoke.data.test_sets.at(1).ood);
+  const std::string small = "model.path=" + testing::shared_path("models/stories260K");
+  for (const char* name : {"llama2_7b_chat_qlora", "mistral_7b_instruct_qlora",
+                           "mistral_7b_instruct_sft_ppo"}) {
+    INFO(name);
+    auto c = trainer::load_run_config(std::string("configs/synsciqa/") + name + ".yaml", {small});
+    CHECK(c.model.quantization == "nf4");
+    CHECK(c.lora.r == 64);
+    CHECK(c.lora.alpha == 16);
+    CHECK(c.sft.lr == 2e-4);
+    CHECK(c.sft.batch_size * c.sft.grad_accum == 32);
+    CHECK(c.sft.max_grad_norm == 0.3);
+  }
 }
