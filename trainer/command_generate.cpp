@@ -9,6 +9,7 @@
 #include "models/checkpoint_io.h"
 #include "models/generate.h"
 #include "models/peft_adapter.h"
+#include "models/safetensors.h"
 #include "models/tokenizer.h"
 #include "trainer/cli_args.h"
 #include "trainer/commands.h"
@@ -16,10 +17,11 @@
 namespace citeforge::trainer {
 
 int command_generate(const Args& raw) {
-  auto args = parse_cli("generate", raw,
-                        {"model", "adapter", "tokenizer", "prompt", "prompt-file", "max-new-tokens",
-                         "temperature", "top-p", "seed", "chat", "system", "device", "stop"},
-                        {"greedy"});
+  auto args =
+      parse_cli("generate", raw,
+                {"model", "adapter", "tokenizer", "prompt", "prompt-file", "max-new-tokens",
+                 "temperature", "top-p", "seed", "chat", "system", "device", "stop", "logits-out"},
+                {"greedy"});
   namespace fs = std::filesystem;
   const std::string model_dir = args.require("model");
   if (args.has("prompt") == args.has("prompt-file"))
@@ -55,6 +57,15 @@ int command_generate(const Args& raw) {
                                      args.get_or("system", ""));
   else
     ids = tokenizer.encode(prompt, /*add_bos=*/true);
+
+  // For cross-checks against other implementations (scripts/check_peft_export.py): the prompt's
+  // ids and the logits of one forward pass over it, in fp32.
+  if (auto path = args.get("logits-out")) {
+    torch::NoGradGuard no_grad;
+    auto input = torch::tensor(ids, torch::kInt64).unsqueeze(0);
+    auto logits = model->forward(input.to(device)).to(torch::kCPU, torch::kFloat32);
+    models::write_safetensors(*path, {{"input_ids", input}, {"logits", logits}});
+  }
 
   models::SamplingOptions options;
   options.max_new_tokens = args.integer("max-new-tokens", 64);

@@ -83,8 +83,10 @@ void load_data(RunContext& run) {
   say("data: train " + std::to_string(run.train.size()) + sizes);
 }
 
-// Text a built model learns its language from: the passages, questions and the prompt
-// template's own wording, never the reference answers (those are what SFT teaches).
+// Text a built model learns its language from: the passages, the questions and the training
+// prompts as the model will see them, never the reference answers (those are what SFT
+// teaches). The prompts matter: a question next to documents that repeat its words is what
+// teaches a small model to look back and copy, which answering with citations needs.
 std::vector<std::string> world_texts(const RunContext& run) {
   std::vector<std::string> texts;
   std::set<std::string> seen;
@@ -92,6 +94,7 @@ std::vector<std::string> world_texts(const RunContext& run) {
     for (const auto& s : ex.sources)
       if (seen.insert(s.text).second) texts.push_back(s.text);
     texts.push_back(ex.question);
+    texts.push_back(data::render_prompt(run.format.prompt, ex));
   }
   return texts;
 }

@@ -28,8 +28,8 @@ struct Row {
 };
 
 // Prefill is timed as one forward pass over the prompts; decode as the rest of generate().
-Row measure(const std::string& name, models::LlamaForCausalLM& model, int64_t batch, int64_t prompt_len,
-            int64_t new_tokens) {
+Row measure(const std::string& name, models::LlamaForCausalLM& model, int64_t batch,
+            int64_t prompt_len, int64_t new_tokens) {
   torch::manual_seed(0);
   auto ids = torch::randint(3, model->config.vocab_size, {batch, prompt_len}, torch::kInt64);
   ids.select(1, 0).fill_(1);
@@ -51,7 +51,12 @@ Row measure(const std::string& name, models::LlamaForCausalLM& model, int64_t ba
   double decode = std::max(total - prefill, 1e-9);
   int64_t params = 0;
   for (const auto& p : model->parameters()) params += p.numel();
-  return {name, params, batch, prompt_len, new_tokens, batch * prompt_len / prefill,
+  return {name,
+          params,
+          batch,
+          prompt_len,
+          new_tokens,
+          batch * prompt_len / prefill,
           batch * (new_tokens - 1) / decode};
 }
 
@@ -68,8 +73,10 @@ int main(int argc, char** argv) {
   std::string shared = "../shared", out;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--shared") shared = argv[i + 1];
-    else if (flag == "--out") out = argv[i + 1];
+    if (flag == "--shared")
+      shared = argv[i + 1];
+    else if (flag == "--out")
+      out = argv[i + 1];
   }
   std::vector<Row> rows;
   auto stories = models::load_model(shared + "/models/stories260K");
@@ -89,15 +96,18 @@ int main(int argc, char** argv) {
   torch::manual_seed(0);
   models::LlamaForCausalLM random_llama(shape);
   random_llama->eval();
-  for (int64_t batch : {1, 16}) rows.push_back(measure("random Llama", random_llama, batch, 128, 32));
+  for (int64_t batch : {1, 16})
+    rows.push_back(measure("random Llama", random_llama, batch, 128, 32));
 
   std::ostringstream table;
-  table << "| model | parameters | batch | prompt tokens | new tokens | prefill tokens/s | decode tokens/s |\n"
+  table << "| model | parameters | batch | prompt tokens | new tokens | prefill tokens/s | decode "
+           "tokens/s |\n"
         << "|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     char line[256];
-    std::snprintf(line, sizeof line, "| %s | %.1fM | %ld | %ld | %ld | %.0f | %.1f |\n", r.model.c_str(),
-                  r.params / 1e6, r.batch, r.prompt, r.new_tokens, r.prefill_tps, r.decode_tps);
+    std::snprintf(line, sizeof line, "| %s | %.1fM | %ld | %ld | %ld | %.0f | %.1f |\n",
+                  r.model.c_str(), r.params / 1e6, r.batch, r.prompt, r.new_tokens, r.prefill_tps,
+                  r.decode_tps);
     table << line;
   }
   std::ostringstream report;
