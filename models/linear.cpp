@@ -21,13 +21,15 @@ torch::Tensor LinearImpl::base_weight(torch::Dtype dtype) const {
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
   auto y = torch::linear(x, base_weight(x.scalar_type()));
-  if (has_lora() && adapter_enabled) {
-    auto h = lora_dropout > 0 ? torch::dropout(x, lora_dropout, is_training()) : x;
-    auto a = lora_A.scalar_type() == x.scalar_type() ? lora_A : lora_A.to(x.scalar_type());
-    auto b = lora_B.scalar_type() == x.scalar_type() ? lora_B : lora_B.to(x.scalar_type());
-    y = y + torch::linear(torch::linear(h, a), b) * lora_scale;
-  }
-  return y;
+  if (!has_lora()) return y;
+  const bool reference = use_reference && reference_A.defined();
+  if (!reference && (use_reference || !adapter_enabled)) return y;
+  const auto& A = reference ? reference_A : lora_A;
+  const auto& B = reference ? reference_B : lora_B;
+  auto h = lora_dropout > 0 && !reference ? torch::dropout(x, lora_dropout, is_training()) : x;
+  auto a = A.scalar_type() == x.scalar_type() ? A : A.to(x.scalar_type());
+  auto b = B.scalar_type() == x.scalar_type() ? B : B.to(x.scalar_type());
+  return y + torch::linear(torch::linear(h, a), b) * lora_scale;
 }
 
 void LinearImpl::quantize_nf4(int64_t blocksize) {

@@ -47,6 +47,11 @@ struct LinearImpl : torch::nn::Module {
   torch::Tensor lora_A, lora_B;
   double lora_scale = 0, lora_dropout = 0;
   bool adapter_enabled = true;
+  // A frozen copy of an earlier state of the adapter (e.g. the SFT adapter PPO continues from):
+  // with use_reference set, forward applies it instead of the trained adapter (or nothing when
+  // there is none), which gives PPO's reference policy without a second copy of the base.
+  torch::Tensor reference_A, reference_B;
+  bool use_reference = false;
 };
 TORCH_MODULE(Linear);
 

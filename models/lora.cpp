@@ -81,6 +81,27 @@ AdaptersDisabled::~AdaptersDisabled() {
   set_adapters_enabled(model, true);
 }
 
+void keep_reference_adapters(LlamaForCausalLM& model) {
+  torch::NoGradGuard no_grad;
+  for (auto& [name, linear] : named_linears(model)) {
+    if (!linear->has_lora()) continue;
+    linear->reference_A = linear->lora_A.detach().clone();
+    linear->reference_B = linear->lora_B.detach().clone();
+  }
+}
+
+void clear_reference_adapters(LlamaForCausalLM& model) {
+  for (auto& [name, linear] : named_linears(model))
+    linear->reference_A = linear->reference_B = torch::Tensor();
+}
+
+ReferencePolicy::ReferencePolicy(LlamaForCausalLM& m) : model(m) {
+  for (auto& [name, linear] : named_linears(model)) linear->use_reference = true;
+}
+ReferencePolicy::~ReferencePolicy() {
+  for (auto& [name, linear] : named_linears(model)) linear->use_reference = false;
+}
+
 std::vector<std::pair<std::string, torch::Tensor>> lora_parameters(LlamaForCausalLM& model) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (auto& [name, linear] : named_linears(model)) {

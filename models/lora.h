@@ -36,6 +36,21 @@ struct AdaptersDisabled {
   LlamaForCausalLM& model;
 };
 
+// PPO's reference policy: the frozen base plus, when one was kept, a frozen copy of the adapter
+// PPO started from. keep_reference_adapters copies every adapter's current weights as that
+// reference (SFT+PPO: the KL penalty then measures the distance from the SFT policy, as in RAGE
+// and TRL, not from a base that never saw a citation); clear_reference_adapters drops them
+// (PPO from the base: the reference is the base itself).
+void keep_reference_adapters(LlamaForCausalLM& model);
+void clear_reference_adapters(LlamaForCausalLM& model);
+
+// RAII switch to the reference policy for a scope (no dropout in the reference adapter).
+struct ReferencePolicy {
+  explicit ReferencePolicy(LlamaForCausalLM& model);
+  ~ReferencePolicy();
+  LlamaForCausalLM& model;
+};
+
 // The adapter parameters by citeforge name ("model.layers.0.self_attn.q_proj.lora_A"), in a
 // fixed order. These (plus a value head) are all that trains.
 std::vector<std::pair<std::string, torch::Tensor>> lora_parameters(LlamaForCausalLM& model);

@@ -42,7 +42,7 @@ PpoStats ppo_update_data_parallel(PpoLearner& l, const Trajectories& batch, uint
     auto current = policy_outputs(l.policy, &l.value_head, packed, all_rows, c.temperature);
     old_logprobs = current.logprobs;
     old_values = current.values;
-    models::AdaptersDisabled reference(l.policy);
+    models::ReferencePolicy reference(l.policy);
     ref_logprobs = policy_outputs(l.policy, nullptr, packed, all_rows, c.temperature).logprobs;
   }
   const auto estimator = c.kl_estimator == "k3" ? KlEstimator::k3 : KlEstimator::k1;

@@ -50,6 +50,7 @@ void evaluate_all(RunContext& run, const std::string& stage, int epoch,
 }
 
 void reset_adapters(models::LlamaForCausalLM& model, uint64_t seed) {
+  models::clear_reference_adapters(model);
   torch::NoGradGuard no_grad;
   torch::manual_seed(seed);
   for (auto& [name, linear] : models::named_linears(model)) {

@@ -50,8 +50,8 @@ struct RunContext {
 void evaluate_all(RunContext& run, const std::string& stage, int epoch,
                   const std::string& checkpoint);
 
-// Re-initialises every adapter (A Kaiming-uniform from `seed`, B zeros): a fresh start for a
-// setting that does not continue from another.
+// Re-initialises every adapter (A Kaiming-uniform from `seed`, B zeros) and drops any reference
+// adapter: a fresh start for a setting that does not continue from another.
 void reset_adapters(models::LlamaForCausalLM& model, uint64_t seed);
 
 }  // namespace citeforge::trainer

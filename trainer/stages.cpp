@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "models/lora.h"
 #include "models/peft_adapter.h"
 #include "models/safetensors.h"
 #include "trainer/dist_run.h"
@@ -81,6 +82,10 @@ void run_setting(RunContext& run, const std::string& setting) {
     std::fprintf(stderr, "[sft+ppo] starting from %s (%s %.4f on %s)\n", chosen->checkpoint.c_str(),
                  options.metric.c_str(), chosen->value, options.validation.c_str());
     load_trainable(run, run.path(chosen->checkpoint), models::lora_parameters(run.model));
+    // The KL penalty keeps PPO near the SFT policy it starts from (RAGE, TRL), so that adapter is
+    // frozen as the reference; the base alone never saw a citation and would make every cited
+    // source cost more in KL than the reward can pay.
+    models::keep_reference_adapters(run.model);
     return run_ppo(run, "sft+ppo");
   }
   throw Error(run.config.file + ": unknown setting '" + setting + "'");

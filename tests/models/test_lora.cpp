@@ -84,3 +84,34 @@ TEST_CASE("LoRA targets are chosen by module name", "[models][lora]") {
   CHECK_THROWS_WITH(models::attach_lora(other, config),
                     Contains("lora.target_modules") && Contains("qkv"));
 }
+
+TEST_CASE("the reference policy is the kept adapter, or the base without one", "[models][lora]") {
+  auto model = models::load_model(testing::source_path("tests/fixtures/models/llama_tied"));
+  auto ids = torch::randint(0, model->config.vocab_size, {1, 6});
+  auto base = model->forward(ids);
+  models::LoraConfig config;
+  config.spec = {4, 8, 0.0};
+  models::attach_lora(model, config);
+  auto perturb = [&] {
+    torch::NoGradGuard no_grad;
+    for (auto& [name, t] : models::lora_parameters(model)) t.add_(torch::randn_like(t) * 0.1);
+  };
+  perturb();
+  auto sft = model->forward(ids);
+  {
+    models::ReferencePolicy reference(model);  // nothing kept: the base
+    CHECK(torch::equal(model->forward(ids), base));
+  }
+  models::keep_reference_adapters(model);
+  perturb();  // PPO moves the trained adapter on
+  auto ppo = model->forward(ids);
+  CHECK_FALSE(torch::allclose(ppo, sft));
+  {
+    models::ReferencePolicy reference(model);
+    CHECK(torch::equal(model->forward(ids), sft));
+  }
+  CHECK(torch::equal(model->forward(ids), ppo));
+  models::clear_reference_adapters(model);
+  models::ReferencePolicy reference(model);
+  CHECK(torch::equal(model->forward(ids), base));
+}
