@@ -14,4 +14,9 @@ void maybe_kill_at(const std::string& point, int64_t count) {
   std::raise(SIGKILL);
 }
 
+bool nan_injected_at(const std::string& point, int64_t count) {
+  static const char* spec = std::getenv("CITEFORGE_NAN_AT");
+  return spec && point + ":" + std::to_string(count) == spec;
+}
+
 }  // namespace citeforge

@@ -11,4 +11,8 @@ namespace citeforge {
 // Kills the process when CITEFORGE_KILL_AT equals "<point>:<count>".
 void maybe_kill_at(const std::string& point, int64_t count);
 
+// True when CITEFORGE_NAN_AT equals "<point>:<count>": the caller then turns its loss into NaN,
+// which is how the tests prove a diverging update stops cleanly with the last checkpoint intact.
+bool nan_injected_at(const std::string& point, int64_t count);
+
 }  // namespace citeforge

@@ -111,11 +111,15 @@ class NameMaker {
   }
 
   // An author for a source name; never equal to an entity so named citations stay unambiguous.
+  // Two syllables while free ones are easy to find; a large world can use up nearly all
+  // two-syllable names as entities, and then authors get longer names instead of looping.
   std::string author(Rng& rng) const {
-    for (;;) {
-      std::string name = make(2, rng);
-      if (!used_.count(name)) return capitalized(name);
-    }
+    for (int syllables = 2; syllables <= 4; ++syllables)
+      for (int attempt = 0; attempt < 200; ++attempt) {
+        std::string name = make(syllables, rng);
+        if (!used_.count(name)) return capitalized(name);
+      }
+    throw Error("synth: ran out of author names; reduce the split sizes");
   }
 
  private:
@@ -386,14 +390,17 @@ SynthDataset generate_synth(const SynthConfig& input) {
   // entities are disjoint: validation and test ask about things training never mentions.
   NameMaker names(config.seed);
   Rng world_rng(derive_seed(config.seed, "world"));
-  const struct {
+  struct Planned {
     const char* name;
     bool ood;
     int count;
-  } plan[] = {{"train", false, config.train},
-              {"validation", false, config.validation},
-              {"test", false, config.test},
-              {"test_ood", true, config.test_ood}};
+  };
+  std::vector<Planned> plan = {{"train", false, config.train},
+                               {"validation", false, config.validation},
+                               {"test", false, config.test},
+                               {"test_ood", true, config.test_ood}};
+  // Last, so the other splits come out the same whether or not it is asked for.
+  if (config.pretrain > 0) plan.push_back({"pretrain", false, config.pretrain});
   std::vector<SplitWorld> worlds;
   for (const auto& p : plan) {
     worlds.push_back(make_split_world(

@@ -25,6 +25,11 @@ struct SynthConfig {
   int validation = 200;
   int test = 200;
   int test_ood = 200;
+  // Extra in-distribution examples with entities of their own, written as pretrain.jsonl when
+  // > 0: unlabelled reading material for pre-training a model the run builds (their prompts,
+  // never their answers). Many distinct entities force a small model to learn to copy from its
+  // context instead of memorising the training entities.
+  int pretrain = 0;
   // The document mixture per question (RAGE §3.2); kept below RAGE's 3 + 3 so a prompt stays
   // around 100-200 tokens for a tiny model.
   int min_relevant = 1;
@@ -70,7 +75,7 @@ struct SynthFact {
 };
 
 struct SynthSplit {
-  std::string name;  // "train", "validation", "test", "test_ood"
+  std::string name;  // "train", "validation", "test", "test_ood" (and "pretrain")
   std::vector<std::string> topics;
   std::vector<Example> examples;
   std::vector<SynthFact> facts;  // parallel to examples

@@ -51,8 +51,8 @@ std::string yaml_list(const std::vector<std::string>& items) {
 }  // namespace
 
 void validate_synth_config(const SynthConfig& c) {
-  require(c.train >= 0 && c.validation >= 0 && c.test >= 0 && c.test_ood >= 0,
-          "train/validation/test/test_ood", "split sizes must be >= 0");
+  require(c.train >= 0 && c.validation >= 0 && c.test >= 0 && c.test_ood >= 0 && c.pretrain >= 0,
+          "train/validation/test/test_ood/pretrain", "split sizes must be >= 0");
   require(c.min_relevant >= 0, "min_relevant", "must be >= 0");
   require(c.max_relevant >= c.min_relevant, "max_relevant", "must be >= min_relevant");
   require(c.max_relevant <= 3, "max_relevant", "at most 3 (one per statement wording)");
@@ -89,8 +89,8 @@ SynthConfig synth_config_from_yaml(const YAML::Node& node, const std::string& fi
   if (!node || node.IsNull()) return c;
   require_known_keys(
       node,
-      {"seed", "train", "validation", "test", "test_ood", "min_relevant", "max_relevant",
-       "irrelevant", "seemingly_relevant", "no_relevant_rate", "passage_min_words",
+      {"seed", "train", "validation", "test", "test_ood", "pretrain", "min_relevant",
+       "max_relevant", "irrelevant", "seemingly_relevant", "no_relevant_rate", "passage_min_words",
        "passage_max_words", "teacher_precision", "teacher_recall", "id_topics", "ood_topics"},
       file, key_prefix);
   auto place = [&](const std::string& key) { return YamlPlace{file, key_prefix + key}; };
@@ -105,6 +105,7 @@ SynthConfig synth_config_from_yaml(const YAML::Node& node, const std::string& fi
   read_int("validation", c.validation);
   read_int("test", c.test);
   read_int("test_ood", c.test_ood);
+  read_int("pretrain", c.pretrain);
   read_int("min_relevant", c.min_relevant);
   read_int("max_relevant", c.max_relevant);
   read_int("irrelevant", c.irrelevant);
@@ -136,6 +137,7 @@ std::string synth_config_to_yaml(const SynthConfig& c) {
       << "validation: " << c.validation << "\n"
       << "test: " << c.test << "\n"
       << "test_ood: " << c.test_ood << "\n"
+      << "pretrain: " << c.pretrain << "\n"
       << "min_relevant: " << c.min_relevant << "\n"
       << "max_relevant: " << c.max_relevant << "\n"
       << "irrelevant: " << c.irrelevant << "\n"

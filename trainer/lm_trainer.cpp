@@ -158,6 +158,7 @@ LmTrainingResult run_lm_training(LmTrainingJob& job) {
                                                              std::to_string(first + int64_t(i))));
         auto& batch = step_batches[i];
         auto loss = masked_lm_loss_sum(job.model, batch) / double(step_tokens);
+        if (nan_injected_at(job.stage, global_step + 1)) loss = loss * std::nan("");
         loss.backward();
         step_loss += loss.item<double>();
         step_real_tokens += double(batch.tokens);

@@ -70,6 +70,9 @@ void load_data(RunContext& run) {
     data::write_synth(data::generate_synth(c.data.synth), run.path("data"));
   }
   run.train = read_data(run, c.data.train, c.data.train_golden);
+  if (c.data.synth_enabled && c.data.synth.pretrain > 0 && c.pretrain.enabled &&
+      !file_exists(run.path("base_model/model.safetensors")))
+    run.pretrain_reading = data::read_examples_jsonl(run.path("data/pretrain.jsonl"));
   for (const auto& spec : c.data.test_sets) {
     TestSet t{spec, read_data(run, spec.path, spec.golden)};
     t.spec.path = resolve_data_path(run, spec.path);
@@ -90,12 +93,13 @@ void load_data(RunContext& run) {
 std::vector<std::string> world_texts(const RunContext& run) {
   std::vector<std::string> texts;
   std::set<std::string> seen;
-  for (const auto& ex : run.train) {
-    for (const auto& s : ex.sources)
-      if (seen.insert(s.text).second) texts.push_back(s.text);
-    texts.push_back(ex.question);
-    texts.push_back(data::render_prompt(run.format.prompt, ex));
-  }
+  for (const auto* examples : {&run.train, &run.pretrain_reading})
+    for (const auto& ex : *examples) {
+      for (const auto& s : ex.sources)
+        if (seen.insert(s.text).second) texts.push_back(s.text);
+      texts.push_back(ex.question);
+      texts.push_back(data::render_prompt(run.format.prompt, ex));
+    }
   return texts;
 }
 

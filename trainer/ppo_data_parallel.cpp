@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "common/error.h"
+#include "common/fault.h"
 #include "data/random.h"
 #include "models/lora.h"
 #include "trainer/dist_env.h"
@@ -85,6 +86,7 @@ PpoStats ppo_update_data_parallel(PpoLearner& l, const Trajectories& batch, uint
                            advantage.returns.index_select(0, rows), m, c.clip_range_value);
       auto entropy = entropy_from_logits(out.logits, m);
       auto loss = (pl.loss + c.value_coef * vl.loss - c.entropy_coef * entropy) * weight;
+      if (nan_injected_at("ppo", iteration)) loss = loss * std::nan("");
       const bool finite = all_finite(loss);
       l.optimizer->zero_grad();
       if (finite) loss.backward();

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "common/fault.h"
 #include "data/random.h"
 #include "models/lora.h"
 
@@ -148,6 +149,7 @@ PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_s
                            advantage.returns.index_select(0, rows), m, c.clip_range_value);
       auto entropy = entropy_from_logits(out.logits, m);
       auto loss = pl.loss + c.value_coef * vl.loss - c.entropy_coef * entropy;
+      if (nan_injected_at("ppo", iteration)) loss = loss * std::nan("");
       if (!all_finite(loss))
         throw Error("ppo: non-finite loss at iteration " + std::to_string(iteration) + " (policy " +
                     std::to_string(pl.loss.item<double>()) + ", value " +

@@ -220,6 +220,7 @@ void visit_synth(V& v, data::SynthConfig& s) {
   v.field("validation", s.validation);
   v.field("test", s.test);
   v.field("test_ood", s.test_ood);
+  v.field("pretrain", s.pretrain);
   v.field("min_relevant", s.min_relevant);
   v.field("max_relevant", s.max_relevant);
   v.field("irrelevant", s.irrelevant);

@@ -30,6 +30,7 @@ struct RunContext {
   torch::Device device = torch::kCPU;
   torch::Dtype dtype = torch::kFloat32;
   std::vector<data::Example> train;
+  std::vector<data::Example> pretrain_reading;  // data.synth.pretrain: prompts to pre-train on
   std::vector<TestSet> test_sets;
   std::unique_ptr<models::Tokenizer> tokenizer;
   PromptFormat format;

@@ -372,3 +372,25 @@ TEST_CASE("synth: invalid configurations are rejected with the key") {
   c.teacher_recall = 0.2;  // dropping citations without adding wrong ones lowers precision too
   CHECK_THROWS_WITH(generate_synth(c), Catch::Contains("cannot both be reached"));
 }
+
+TEST_CASE("synth: the pretrain split is reading material about entities no other split has") {
+  SynthConfig config;
+  config.train = 100;
+  config.validation = 20;
+  config.test = 20;
+  config.test_ood = 20;
+  config.pretrain = 3000;
+  auto d = generate_synth(config);
+  REQUIRE(d.splits.size() == 5);
+  const auto& pretrain = split_named(d, "pretrain");
+  CHECK(pretrain.examples.size() == 3000);
+  CHECK(pretrain.examples.front().split == "pretrain");
+  std::set<std::string> reading;
+  for (const auto& f : pretrain.facts) reading.insert(lower(f.entity));
+  CHECK(reading.size() > 500);  // many distinct entities, so copying beats memorising
+  for (const char* name : {"train", "validation", "test", "test_ood"})
+    for (const auto& f : split_named(d, name).facts) CHECK_FALSE(reading.count(lower(f.entity)));
+  // Without it, no pretrain split is made.
+  config.pretrain = 0;
+  CHECK(generate_synth(config).splits.size() == 4);
+}

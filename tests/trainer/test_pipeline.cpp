@@ -7,6 +7,7 @@
 #include "common/file_io.h"
 #include "tests/cli_runner.h"
 #include "tests/test_paths.h"
+#include "trainer/train_checkpoint.h"
 
 using namespace citeforge;
 namespace fs = std::filesystem;
@@ -90,4 +91,26 @@ TEST_CASE("run: PPO after SFT killed mid-run resumes to the same results",
         read_file((root / "killed/checkpoints/sft+ppo-2/trainable.safetensors").string()));
   for (const char* f : {"tables", "selection.json", "eval/ppo-2/validation.h5"})
     CHECK(fs::exists(root / "straight" / f));
+}
+
+TEST_CASE("run: a non-finite loss stops training, names the step and keeps the last checkpoint",
+          "[trainer][pipeline][fault]") {
+  auto root = testing::temp_dir("run-nan");
+  for (const auto& [stage, settings] :
+       {std::pair<std::string, std::string>{"ppo", "[ppo]"}, {"sft", "[sft]"}}) {
+    INFO(stage);
+    const auto out = root / stage;
+    auto r = testing::run_citeforge(
+        run_args(out, "--set pretrain.enabled=false --set 'settings=" + settings + "'"),
+        "CITEFORGE_NAN_AT=" + stage + ":3");
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("non-finite loss") != std::string::npos);
+    CHECK(r.output.find(stage == "ppo" ? "iteration 3" : "step 3") != std::string::npos);
+    // The checkpoint before the failure is whole and says where training stood.
+    const auto last = (out / "checkpoints" / (stage + "-last")).string();
+    trainer::verify_checkpoint(last);
+    auto state = nlohmann::json::parse(read_file(last + "/state.json"));
+    CHECK(state["global_step"] == 2);
+  }
 }
