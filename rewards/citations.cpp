@@ -446,4 +446,23 @@ std::string normalize_source_name(const std::string& name) {
   return join(name_words(name));
 }
 
+std::string strip_citations(const std::string& answer, const ParsedCitations& parsed) {
+  std::string out;
+  // Appends the text between groups, keeping a word boundary unless punctuation follows.
+  auto append = [&](std::string_view piece) {
+    if (!out.empty() && !piece.empty() && piece.front() != ' ' &&
+        !std::ispunct(static_cast<unsigned char>(piece.front())))
+      out.push_back(' ');
+    out.append(piece);
+  };
+  std::size_t pos = 0;
+  for (const auto& g : parsed.groups) {
+    append(std::string_view(answer).substr(pos, g.begin - pos));
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    pos = g.end;
+  }
+  append(std::string_view(answer).substr(pos));
+  return out;
+}
+
 }  // namespace citeforge::rewards

@@ -64,6 +64,10 @@ ParsedCitations parse_citations(const std::string& answer, const std::vector<dat
 // Numeric style only: keys 1..n_sources are valid. Exposed for tests and fuzzing.
 ParsedCitations parse_numeric_citations(const std::string& answer, int n_sources);
 
+// The answer with every citation group removed and the space left before punctuation closed:
+// "Crabs are eaten [1][3]." -> "Crabs are eaten." Prose in parentheses stays.
+std::string strip_citations(const std::string& answer, const ParsedCitations& parsed);
+
 // The comparison form of a source name or cited name (rule 1 above), e.g.
 // "The Cooley & Mitchell, 2007, p.112" -> "cooley and mitchell 2007 p 112".
 std::string normalize_source_name(const std::string& name);

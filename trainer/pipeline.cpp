@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/error.h"
@@ -12,6 +13,7 @@
 #include "models/checkpoint_io.h"
 #include "models/model_init.h"
 #include "models/tokenizer_train.h"
+#include "rewards/citations.h"
 #include "trainer/dist_run.h"
 #include "trainer/lm_trainer.h"
 #include "trainer/run_context.h"
@@ -87,9 +89,10 @@ void load_data(RunContext& run) {
 }
 
 // Text a built model learns its language from: the passages, the questions and the training
-// prompts as the model will see them, never the reference answers (those are what SFT
-// teaches). The prompts matter: a question next to documents that repeat its words is what
-// teaches a small model to look back and copy, which answering with citations needs.
+// prompts as the model will see them, never a training answer (those are what SFT teaches).
+// The reading split, about entities of its own, adds its answers with the citations removed:
+// a base that has learnt to read (question + documents -> the fact) but never to cite, like
+// the chat models of the papers, so that what SFT and PPO add is the citing.
 std::vector<std::string> world_texts(const RunContext& run) {
   std::vector<std::string> texts;
   std::set<std::string> seen;
@@ -98,7 +101,13 @@ std::vector<std::string> world_texts(const RunContext& run) {
       for (const auto& s : ex.sources)
         if (seen.insert(s.text).second) texts.push_back(s.text);
       texts.push_back(ex.question);
-      texts.push_back(data::render_prompt(run.format.prompt, ex));
+      std::string prompt = data::render_prompt(run.format.prompt, ex);
+      auto answer = ex.references.find(run.config.data.reference);
+      if (examples == &run.pretrain_reading && answer != ex.references.end()) {
+        auto parsed = rewards::parse_citations(answer->second, ex.sources, ex.citation_style);
+        prompt += " " + rewards::strip_citations(answer->second, parsed);
+      }
+      texts.push_back(prompt);
     }
   return texts;
 }
@@ -196,6 +205,33 @@ void load_policy(RunContext& run) {
       std::to_string(total) + " parameters");
 }
 
+// One line per selected checkpoint: where it is, its validation score and its scores on the
+// other test sets; selection.json holds the intervals and every metric.
+void print_selection(const RunContext& run) {
+  auto fixed3 = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", v);
+    return std::string(buf);
+  };
+  const std::string path = run.path("selection.json");
+  if (!file_exists(path)) return;
+  const auto selection = nlohmann::json::parse(read_file(path));
+  std::printf("Selected checkpoints (by %s on '%s'; details in %s):\n",
+              selection.value("metric", "").c_str(), selection.value("validation", "").c_str(),
+              path.c_str());
+  for (const auto& s : selection.at("selected")) {
+    std::string line = "  " + s.value("setting", "") + " epoch " +
+                       std::to_string(s.value("epoch", 0)) + " (" + s.value("checkpoint", "") +
+                       "): " + s.value("test_set", "") + " " + s.value("metric", "") + " " +
+                       fixed3(s.value("value", 0.0));
+    const auto scores = s.value("scores", nlohmann::json::object());
+    for (const auto& [test_set, metrics] : scores.items())
+      if (test_set != s.value("test_set", "") && metrics.contains(s.value("metric", "")))
+        line += ", " + test_set + " " + fixed3(metrics[s.value("metric", "")].value("mean", 0.0));
+    std::printf("%s\n", line.c_str());
+  }
+}
+
 void print_tables(const RunContext& run) {
   TablesOptions options;
   options.metric = run.config.selection.metric;
@@ -205,15 +241,13 @@ void print_tables(const RunContext& run) {
   if (!options.out_of_distribution.empty()) options.in_distribution = run.config.selection.test_set;
   auto tabled = table_run(run.run_dir, options);
   for (const auto& warning : tabled.plots.warnings) say("plots: " + warning);
-  for (const auto& file : tabled.files) {
-    const std::string name = fs::path(file).filename().string();
-    if (name.rfind("table2", 0) == 0 && fs::path(file).extension() == ".md")
-      std::printf("%s\n", read_file(file).c_str());
+  for (const auto& t : run.test_sets) {
+    const std::string file = run.path("tables/table2_" + t.spec.name + ".md");
+    if (!file_exists(file)) continue;
+    std::printf("Table 2, %s (%s):\n%s\n", t.spec.name.c_str(),
+                t.spec.ood ? "out-of-distribution" : "in-distribution", read_file(file).c_str());
   }
-  const std::string selection = run.path("selection.json");
-  if (file_exists(selection))
-    std::printf("Selected checkpoints (%s):\n%s\n", selection.c_str(),
-                read_file(selection).c_str());
+  print_selection(run);
 }
 
 }  // namespace

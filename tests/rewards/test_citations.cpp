@@ -286,3 +286,15 @@ TEST_CASE("named citations resolve the real teacher answers' abbreviations",
   CHECK(p14.cited.count(key_of(e14, "National Aeronautics and Space Administration, 2010, p. 7")));
   CHECK(p14.invalid.empty());
 }
+
+TEST_CASE("strip_citations removes the groups and keeps the prose", "[citations]") {
+  auto strip = [](const std::string& answer) {
+    return strip_citations(answer, parse_numeric_citations(answer, 6));
+  };
+  CHECK(strip("The Belbeldor eats crabs [1][3].") == "The Belbeldor eats crabs.");
+  CHECK(strip("Crabs [1, 2] and nuts [4-5] are food.") == "Crabs and nuts are food.");
+  CHECK(strip("Crabs [2]and nuts.") == "Crabs and nuts.");
+  CHECK(strip("None of the documents answers this question.") ==
+        "None of the documents answers this question.");
+  CHECK(strip("A ship (the old one) [2] sails.") == "A ship (the old one) sails.");
+}

@@ -34,7 +34,12 @@ TEST_CASE("run: SFT on a built model fills the run directory", "[trainer][pipeli
     CHECK(fs::exists(out / f));
   auto results = nlohmann::json::parse(read_file((out / "results.json").string()));
   CHECK(results.size() == 6);  // (base-0, sft-1, sft-2) x (validation, test_ood)
-  CHECK(r.output.find("F1") != std::string::npos);  // the Table 2 layout is printed
+  // The Table 2 layout per test set, then one line per selected checkpoint.
+  CHECK(r.output.find("Table 2, validation (in-distribution):") != std::string::npos);
+  CHECK(r.output.find("Table 2, test_ood (out-of-distribution):") != std::string::npos);
+  CHECK(r.output.find("| SFT    |") != std::string::npos);
+  CHECK(r.output.find("sft epoch ") != std::string::npos);
+  CHECK(r.output.find(": validation f1 ") != std::string::npos);
   // Rerunning a finished run does no work again and changes nothing.
   const std::string before = read_file((out / "results.json").string());
   auto again = testing::run_citeforge(run_args(out));
