@@ -88,11 +88,22 @@ void load_data(RunContext& run) {
   say("data: train " + std::to_string(run.train.size()) + sizes);
 }
 
+// The reading split's answers with the citations removed, under the name "reading".
+std::vector<data::Example> reading_examples(const RunContext& run) {
+  std::vector<data::Example> reading;
+  for (const auto& ex : run.pretrain_reading) {
+    auto answer = ex.references.find(run.config.data.reference);
+    if (answer == ex.references.end()) continue;
+    auto parsed = rewards::parse_citations(answer->second, ex.sources, ex.citation_style);
+    reading.push_back(ex);
+    reading.back().references["reading"] = rewards::strip_citations(answer->second, parsed);
+  }
+  return reading;
+}
+
 // Text a built model learns its language from: the passages, the questions and the training
-// prompts as the model will see them, never a training answer (those are what SFT teaches).
-// The reading split, about entities of its own, adds its answers with the citations removed:
-// a base that has learnt to read (question + documents -> the fact) but never to cite, like
-// the chat models of the papers, so that what SFT and PPO add is the citing.
+// prompts as the model will see them, never a training answer (those are what SFT teaches),
+// and the passages of the reading split.
 std::vector<std::string> world_texts(const RunContext& run) {
   std::vector<std::string> texts;
   std::set<std::string> seen;
@@ -100,16 +111,31 @@ std::vector<std::string> world_texts(const RunContext& run) {
     for (const auto& ex : *examples) {
       for (const auto& s : ex.sources)
         if (seen.insert(s.text).second) texts.push_back(s.text);
+      if (examples == &run.pretrain_reading) continue;
       texts.push_back(ex.question);
-      std::string prompt = data::render_prompt(run.format.prompt, ex);
-      auto answer = ex.references.find(run.config.data.reference);
-      if (examples == &run.pretrain_reading && answer != ex.references.end()) {
-        auto parsed = rewards::parse_citations(answer->second, ex.sources, ex.citation_style);
-        prompt += " " + rewards::strip_citations(answer->second, parsed);
-      }
-      texts.push_back(prompt);
+      texts.push_back(data::render_prompt(run.format.prompt, ex));
     }
   return texts;
+}
+
+// Pre-training sequences: the world's text as packed language-model chunks, then the reading
+// split, about entities of its own, as prompt -> citation-free answer with the loss on the
+// answer. The base thereby learns to read (documents + question -> the fact) but never to
+// cite, like the chat models of the papers; what SFT and PPO add is the citing.
+struct PretrainingData {
+  std::vector<TokenSequence> sequences;
+  std::size_t reading = 0;  // how many of them are reading questions
+};
+
+PretrainingData pretraining_sequences(const RunContext& run) {
+  PretrainingData data;
+  data.sequences =
+      encode_pretraining(world_texts(run), *run.tokenizer, run.config.pretrain.max_seq_len);
+  auto reading = encode_sft(reading_examples(run), *run.tokenizer, run.format.chat,
+                            run.format.prompt, "reading", run.config.pretrain.max_seq_len);
+  data.reading = reading.sequences.size();
+  for (auto& s : reading.sequences) data.sequences.push_back(std::move(s));
+  return data;
 }
 
 void prepare_tokenizer(RunContext& run) {
@@ -120,6 +146,10 @@ void prepare_tokenizer(RunContext& run) {
     if (!file_exists(path)) {
       say("training a " + std::to_string(m.tokenizer_vocab) + "-piece SentencePiece tokenizer");
       auto texts = world_texts(run);
+      for (const auto& ex : reading_examples(run)) {
+        texts.push_back(data::render_prompt(run.format.prompt, ex));
+        texts.push_back(ex.references.at("reading"));
+      }
       for (const auto& ex : run.train) {
         texts.push_back(data::render_prompt(run.format.prompt, ex));
         auto it = ex.references.find(run.config.data.reference);
@@ -160,10 +190,12 @@ void build_base_model(RunContext& run) {
   auto model = models::init_random_model(built_model_config(run), run.config.seed);
   model->to(run.device);
   if (run.config.pretrain.enabled) {
-    auto sequences =
-        encode_pretraining(world_texts(run), *run.tokenizer, run.config.pretrain.max_seq_len);
-    say("pre-training the built model on " + std::to_string(sequences.size()) +
-        " sequences of the world's text");
+    auto pretraining = pretraining_sequences(run);
+    auto& sequences = pretraining.sequences;
+    say("pre-training the built model on " +
+        std::to_string(sequences.size() - pretraining.reading) +
+        " chunks of the world's text and " + std::to_string(pretraining.reading) +
+        " reading questions answered without citations");
     LmTrainingJob job;
     job.stage = "pretrain";
     job.config = run.config.pretrain;

@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double total_params = double(nf4_params + dense_params);
   std::ostringstream md;
-  char buf[600];
+  char buf[2048];
   std::snprintf(buf, sizeof buf,
                 "# NF4 memory of a Llama-2-7B-shaped model\n\n"
                 "Command: `build/bench_nf4_memory --layers %lld%s`. Random N(0, 0.02^2) weights "

@@ -4,7 +4,7 @@
 // harness runs on a GPU with --device cuda.
 //
 //   build/bench_ppo --run runs/demo [--iterations 10] [--batch 32] [--device cpu|cuda]
-//                   [--nf4] [--out experiments/bench/results/ppo_cpu.md]
+//                   [--nf4] [--lora-r 64] [--out experiments/bench/results/ppo_cpu.md]
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -21,7 +21,7 @@ using namespace citeforge;
 
 int main(int argc, char** argv) {
   std::string run = "runs/demo", device_name = "cpu", out;
-  int iterations = 10, batch = 32;
+  int iterations = 10, batch = 32, lora_r = 64;  // configs/demo.yaml: r 64, alpha 64
   bool nf4 = false;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
       run = argv[++i];
     else if (i + 1 < argc && flag == "--iterations")
       iterations = std::stoi(argv[++i]);
+    else if (i + 1 < argc && flag == "--lora-r")
+      lora_r = std::stoi(argv[++i]);
     else if (i + 1 < argc && flag == "--batch")
       batch = std::stoi(argv[++i]);
     else if (i + 1 < argc && flag == "--device")
@@ -46,7 +48,7 @@ int main(int argc, char** argv) {
   auto policy = models::load_model(run + "/base_model", load);
   models::Tokenizer tokenizer(run + "/base_model/tokenizer.model");
   models::LoraConfig lora;
-  lora.spec = {16, 32, 0.05};
+  lora.spec = {lora_r, double(lora_r), 0.05};
   models::attach_lora(policy, lora);
   trainer::PromptFormat format{&tokenizer, models::chat_template("plain"),
                                data::find_prompt_template("rage_numeric", "configs/templates")};
@@ -69,7 +71,7 @@ int main(int argc, char** argv) {
     for (int b = 0; b < batch; ++b)
       prompts.push_back(examples[(std::size_t(it) * batch + b) % examples.size()]);
     auto start = std::chrono::steady_clock::now();
-    auto trajectories = trainer::rollout(policy, format, prompts, {1.0, 1.0, 40, uint64_t(it), 0},
+    auto trajectories = trainer::rollout(policy, format, prompts, {0.7, 1.0, 40, uint64_t(it), 0},
                                          rewards::MetricOptions{});
     const double r =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -87,8 +89,9 @@ int main(int argc, char** argv) {
   std::snprintf(
       buf, sizeof buf,
       "# PPO iteration on %s\n\nCommand: `build/bench_ppo --run %s --iterations %d --batch %d "
-      "--device %s%s%s`. The demo's base model (%s base) with LoRA r 16 on every projection, "
-      "%d prompts per iteration, up to 40 sampled tokens each, 2 PPO epochs over minibatches of "
+      "--device %s --lora-r %d%s%s`. The demo's base model (%s base) with LoRA r %d on every "
+      "projection, %d prompts per iteration, up to 40 tokens sampled at temperature 0.7 each, 2 "
+      "PPO epochs over minibatches of "
       "8; mean over %d iterations after one warm-up.\n\n"
       "| part | seconds per iteration | share |\n|---|---|---|\n"
       "| rollout (sample + score) | %.3f | %.0f%% |\n"
@@ -96,11 +99,11 @@ int main(int argc, char** argv) {
       "| update | %.3f | %.0f%% |\n"
       "| total | %.3f | |\n\n"
       "Tokens (prompt + response) processed per second of iteration: %.0f.\n",
-      device_name.c_str(), run.c_str(), iterations, batch, device_name.c_str(), nf4 ? " --nf4" : "",
-      out.empty() ? "" : (" --out " + out).c_str(), nf4 ? "NF4" : "dense", batch, iterations,
-      rollout_s / iterations, 100 * rollout_s / total, reference_s / iterations,
-      100 * reference_s / total, update_s / iterations, 100 * update_s / total, total / iterations,
-      tokens / total);
+      device_name.c_str(), run.c_str(), iterations, batch, device_name.c_str(), lora_r,
+      nf4 ? " --nf4" : "", out.empty() ? "" : (" --out " + out).c_str(), nf4 ? "NF4" : "dense",
+      lora_r, batch, iterations, rollout_s / iterations, 100 * rollout_s / total,
+      reference_s / iterations, 100 * reference_s / total, update_s / iterations,
+      100 * update_s / total, total / iterations, tokens / total);
   md << buf;
   std::printf("%s", md.str().c_str());
   if (!out.empty()) std::ofstream(out) << md.str();

@@ -48,7 +48,8 @@ torch::Tensor loss_of(models::LlamaForCausalLM& model, const torch::Tensor& ids)
       ids.narrow(1, 1, kSeq - 1).reshape({-1}));
 }
 
-Row measure(const std::string& setting, bool nf4, bool lora, bool train, int steps) {
+Row measure(const std::string& setting, bool nf4, bool lora, bool train, int steps,
+            int64_t rank = 64) {
   auto model = models::init_random_model(demo_shape(), 1);
   if (nf4)
     for (auto& [name, linear] : models::named_linears(model))
@@ -56,7 +57,7 @@ Row measure(const std::string& setting, bool nf4, bool lora, bool train, int ste
   std::vector<torch::Tensor> params;
   if (lora) {
     models::LoraConfig config;
-    config.spec = {16, 32, 0.05};
+    config.spec = {rank, 2.0 * double(rank), 0.05};
     models::attach_lora(model, config);
     for (auto& [name, p] : models::lora_parameters(model)) params.push_back(p);
   } else {
@@ -100,8 +101,10 @@ int main(int argc, char** argv) {
   }
   std::vector<Row> rows = {
       measure("dense, full fine-tuning", false, false, true, steps),
-      measure("dense base + LoRA r16", false, true, true, steps),
-      measure("NF4 base + LoRA r16 (QLoRA)", true, true, true, steps),
+      measure("dense base + LoRA r16", false, true, true, steps, 16),
+      measure("NF4 base + LoRA r16 (QLoRA)", true, true, true, steps, 16),
+      measure("dense base + LoRA r64 (the demo's rank)", false, true, true, steps, 64),
+      measure("NF4 base + LoRA r64 (QLoRA)", true, true, true, steps, 64),
       measure("dense base, forward only", false, false, false, steps),
       measure("NF4 base, forward only", true, false, false, steps),
   };

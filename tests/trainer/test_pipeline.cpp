@@ -22,7 +22,8 @@ std::string run_args(const fs::path& out, const std::string& extra = "") {
 
 TEST_CASE("run: SFT on a built model fills the run directory", "[trainer][pipeline]") {
   auto out = testing::temp_dir("run-sft") / "run";
-  auto r = testing::run_citeforge(run_args(out));
+  // With a reading split: its questions, answered without citations, join pre-training.
+  auto r = testing::run_citeforge(run_args(out, "--set data.synth.pretrain=24"));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   for (const char* f :
@@ -30,7 +31,7 @@ TEST_CASE("run: SFT on a built model fills the run directory", "[trainer][pipeli
         "base_model/config.json", "base_model/model.safetensors", "base_model/tokenizer.model",
         "checkpoints/sft-1/checksums.json", "checkpoints/sft-2/trainable.safetensors",
         "checkpoints/pretrain-1/state.json", "eval/base-0/validation.h5", "eval/sft-2/test_ood.h5",
-        "data/train.jsonl"})
+        "data/train.jsonl", "data/pretrain.jsonl"})
     CHECK(fs::exists(out / f));
   auto results = nlohmann::json::parse(read_file((out / "results.json").string()));
   CHECK(results.size() == 6);  // (base-0, sft-1, sft-2) x (validation, test_ood)
@@ -40,9 +41,10 @@ TEST_CASE("run: SFT on a built model fills the run directory", "[trainer][pipeli
   CHECK(r.output.find("| SFT    |") != std::string::npos);
   CHECK(r.output.find("sft epoch ") != std::string::npos);
   CHECK(r.output.find(": validation f1 ") != std::string::npos);
+  CHECK(r.output.find("and 24 reading questions answered without citations") != std::string::npos);
   // Rerunning a finished run does no work again and changes nothing.
   const std::string before = read_file((out / "results.json").string());
-  auto again = testing::run_citeforge(run_args(out));
+  auto again = testing::run_citeforge(run_args(out, "--set data.synth.pretrain=24"));
   CHECK(again.exit_code == 0);
   CHECK(read_file((out / "results.json").string()) == before);
   // The same directory with another config is refused.
