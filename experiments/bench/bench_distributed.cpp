@@ -122,8 +122,8 @@ int main(int argc, char** argv) {
         "model shape (4 layers, hidden 128, LoRA r 16 on all linear layers, fp32). Times are "
         "rank 0's medians over iterations 2-6.\n\n"
      << "Machine: " << std::thread::hardware_concurrency()
-     << " hardware threads (a shared container; other jobs ran at the same time, so expect "
-        "noise of 10-20%).\n\n"
+     << " hardware threads; with more processes than threads the ranks share cores, so on a "
+        "small machine the 3-process rows measure contention as much as distribution.\n\n"
      << "| processes | layout | threads/process | s/iteration | rollout s | update s | "
         "transfer s | wait s | transfer share | weights broadcast / update | trajectories "
         "all-gathered / iteration | gradients all-reduced / iteration |\n"
