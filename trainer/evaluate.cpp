@@ -1,6 +1,7 @@
 #include "trainer/evaluate.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 
 #include "models/generate.h"
@@ -15,10 +16,19 @@ GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptF
                                   const std::string& label) {
   GeneratedAnswers out;
   std::vector<std::vector<int64_t>> prompts;
+  const int64_t room = model->config.max_positions - max_new_tokens;
+  int64_t cut = 0;
   for (const auto& ex : examples) {
     out.prompts.push_back(data::render_prompt(format.prompt, ex));
     prompts.push_back(encode_prompt(*format.tokenizer, format.chat, format.prompt, ex));
+    cut += fit_prompt(prompts.back(), room);
   }
+  if (cut > 0)
+    std::fprintf(stderr,
+                 "[%s] warning: %lld of %zu prompts are longer than the model's %lld positions "
+                 "allow with %lld new tokens; their middle (sources) was cut\n",
+                 label.c_str(), (long long)cut, examples.size(),
+                 (long long)model->config.max_positions, (long long)max_new_tokens);
   out.answers.resize(examples.size());
   // Similar lengths batch together, so little compute goes into padding.
   std::vector<std::size_t> order(examples.size());

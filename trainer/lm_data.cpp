@@ -15,6 +15,15 @@ std::vector<int64_t> encode_prompt(const models::Tokenizer& tokenizer,
   return models::encode_chat_prompt(tokenizer, chat, data::render_prompt(prompt, example));
 }
 
+bool fit_prompt(std::vector<int64_t>& prompt, int64_t max_len) {
+  if (max_len <= 0 || int64_t(prompt.size()) <= max_len) return false;
+  const int64_t head = max_len / 2;
+  std::vector<int64_t> cut(prompt.begin(), prompt.begin() + head);
+  cut.insert(cut.end(), prompt.end() - (max_len - head), prompt.end());
+  prompt = std::move(cut);
+  return true;
+}
+
 SftEncoding encode_sft(const std::vector<data::Example>& examples,
                        const models::Tokenizer& tokenizer, const models::ChatTemplate& chat,
                        const data::PromptTemplate& prompt, const std::string& reference,
@@ -31,12 +40,7 @@ SftEncoding encode_sft(const std::vector<data::Example>& examples,
     if (int64_t(p.size() + a.size()) > max_len) {
       ++out.truncated;
       if (int64_t(a.size()) >= max_len) a.resize(max_len / 2);
-      // Keep the prompt's start (BOS, instruction) and its end (question, answer cue).
-      const int64_t keep = max_len - int64_t(a.size());
-      const int64_t head = std::min<int64_t>(keep / 2, int64_t(p.size()));
-      std::vector<int64_t> cut(p.begin(), p.begin() + head);
-      cut.insert(cut.end(), p.end() - (keep - head), p.end());
-      p = std::move(cut);
+      fit_prompt(p, max_len - int64_t(a.size()));
     }
     TokenSequence s;
     s.id = ex.id;

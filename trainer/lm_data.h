@@ -27,6 +27,11 @@ std::vector<int64_t> encode_prompt(const models::Tokenizer& tokenizer,
                                    const data::PromptTemplate& prompt,
                                    const data::Example& example);
 
+// A prompt longer than max_len tokens keeps its first max_len / 2 tokens (BOS, instruction)
+// and its last ones (question, answer cue); the sources in between are what is lost. Returns
+// whether it cut.
+bool fit_prompt(std::vector<int64_t>& prompt, int64_t max_len);
+
 struct SftEncoding {
   std::vector<TokenSequence> sequences;
   int truncated = 0;  // sequences cut to max_len (prompt shortened from the left of its sources)

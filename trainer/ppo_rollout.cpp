@@ -1,5 +1,7 @@
 #include "trainer/ppo_rollout.h"
 
+#include <cstdio>
+
 #include "models/generate.h"
 #include "trainer/lm_data.h"
 
@@ -9,9 +11,21 @@ Trajectories rollout(models::LlamaForCausalLM& policy, const PromptFormat& forma
                      const std::vector<data::Example>& examples, const RolloutOptions& options,
                      const rewards::MetricOptions& metric_options) {
   Trajectories t;
+  const int64_t room = policy->config.max_positions - options.max_new_tokens;
+  int64_t cut = 0;
   for (const auto& ex : examples) {
     t.example_ids.push_back(ex.id);
     t.prompts.push_back(encode_prompt(*format.tokenizer, format.chat, format.prompt, ex));
+    cut += fit_prompt(t.prompts.back(), room);
+  }
+  // Said once per process: every rollout of a run with long prompts would repeat it.
+  static bool warned = false;
+  if (cut > 0 && !warned) {
+    warned = true;
+    std::fprintf(stderr,
+                 "[rollout] warning: prompts longer than the model's %lld positions allow with "
+                 "%lld new tokens have their middle (sources) cut\n",
+                 (long long)policy->config.max_positions, (long long)options.max_new_tokens);
   }
   models::SamplingOptions sampling;
   sampling.greedy = false;

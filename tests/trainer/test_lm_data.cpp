@@ -62,6 +62,15 @@ TEST_CASE("over-long SFT sequences are cut to max_len keeping the answer", "[tra
   CHECK(enc.sequences[0].ids.back() == tok.eos_id());
 }
 
+TEST_CASE("fit_prompt keeps a long prompt's head and tail", "[trainer][sft]") {
+  std::vector<int64_t> prompt = {1, 10, 11, 12, 13, 14, 15, 16, 17, 99};
+  auto fits = prompt;
+  CHECK_FALSE(trainer::fit_prompt(fits, 10));
+  CHECK(fits == prompt);
+  CHECK(trainer::fit_prompt(prompt, 5));
+  CHECK(prompt == std::vector<int64_t>{1, 10, 16, 17, 99});
+}
+
 TEST_CASE("epoch batches are a reproducible permutation", "[trainer][sft]") {
   std::vector<trainer::TokenSequence> seqs(37);
   for (std::size_t i = 0; i < seqs.size(); ++i) seqs[i].ids.assign(1 + (i * 7) % 13, 1);

@@ -121,3 +121,18 @@ TEST_CASE("run: a non-finite loss stops training, names the step and keeps the l
     CHECK(state["global_step"] == 2);
   }
 }
+
+TEST_CASE("the SynSciQA SFT config runs on stories260K, prompts cut to its context",
+          "[trainer][pipeline][synsciqa]") {
+  auto out = testing::temp_dir("run-synsciqa") / "run";
+  auto r = testing::run_citeforge("run configs/synsciqa/sft.yaml --out " + out.string() +
+                                  " --set sft.max_examples=8 --set sft.epochs=1"
+                                  " --set eval.max_examples=4");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("imported 669 SynSciQA examples") != std::string::npos);
+  CHECK(r.output.find("their middle (sources) was cut") != std::string::npos);
+  auto results = nlohmann::json::parse(read_file((out / "results.json").string()));
+  CHECK(results.size() == 4);  // (base-0, sft-1) x (synsciqa_test, gensearch_test)
+  CHECK(fs::exists(out / "eval/sft-1/gensearch_test.h5"));
+}
