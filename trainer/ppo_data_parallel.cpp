@@ -5,7 +5,6 @@
 #include "common/error.h"
 #include "common/fault.h"
 #include "data/random.h"
-#include "models/lora.h"
 #include "trainer/dist_env.h"
 
 namespace citeforge::trainer {
@@ -28,42 +27,12 @@ PpoStats ppo_update_data_parallel(PpoLearner& l, const Trajectories& batch, uint
   const torch::Device device = l.params.front().device();
   const int64_t B = int64_t(batch.prompts.size());
   PpoStats stats;
-  auto start = std::chrono::steady_clock::now();
-  l.policy->eval();  // no dropout: the ratio must be 1 before the first step
-  l.policy->gradient_checkpointing = c.gradient_checkpointing;
-  l.value_head->eval();
-  auto packed = pack_trajectories(batch, l.pad_id, device);
-  const auto& mask = packed.mask;
-  auto all_rows = torch::arange(B, torch::TensorOptions().dtype(torch::kInt64).device(device));
-
   // The scoring pass of ppo_update, on the whole batch (see the header for why).
-  torch::Tensor old_logprobs, ref_logprobs, old_values;
-  {
-    torch::NoGradGuard no_grad;
-    auto current = policy_outputs(l.policy, &l.value_head, packed, all_rows, c.temperature);
-    old_logprobs = current.logprobs;
-    old_values = current.values;
-    models::ReferencePolicy reference(l.policy);
-    ref_logprobs = policy_outputs(l.policy, nullptr, packed, all_rows, c.temperature).logprobs;
-  }
-  const auto estimator = c.kl_estimator == "k3" ? KlEstimator::k3 : KlEstimator::k1;
-  auto kl = kl_per_token(old_logprobs, ref_logprobs, estimator);
-  auto scores = torch::tensor(batch.scores, torch::kFloat64).to(torch::kFloat32).to(device);
-  auto rewards = token_rewards(scores, kl, mask, l.kl.beta);
-  auto advantage = gae(rewards, old_values, mask, c.gamma, c.lam);
-  auto advantages = whiten(advantage.advantages, mask);
-  stats.kl = masked_sum(kl, mask, 1).mean().item<double>();
-  stats.beta = l.kl.beta;
-  stats.reward_mean = scores.mean().item<double>();
-  stats.reward_std = B > 1 ? scores.std().item<double>() : 0.0;
-  stats.explained_variance = explained_variance(old_values, advantage.returns, mask);
-  double words = 0;
-  for (double w : batch.answer_words) words += w;
-  stats.answer_words = words / double(B);
-  stats.response_tokens = mask.sum().item<double>() / double(B);
-  stats.reference_value_seconds = seconds_since(start);
+  const auto scored = score_batch(l, batch, stats);
+  const auto& [packed, old_logprobs, old_values, advantages, returns] = scored;
+  const auto& mask = packed.mask;
 
-  start = std::chrono::steady_clock::now();
+  auto start = std::chrono::steady_clock::now();
   data::Rng rng(shuffle_seed);
   double sums[kSlots] = {};
   for (int64_t epoch = 0; epoch < c.ppo_epochs && !stats.early_stopped; ++epoch) {
@@ -83,7 +52,7 @@ PpoStats ppo_update_data_parallel(PpoLearner& l, const Trajectories& batch, uint
       auto pl = policy_loss(out.logprobs, old_logprobs.index_select(0, rows),
                             advantages.index_select(0, rows), m, c.clip_range);
       auto vl = value_loss(out.values, old_values.index_select(0, rows),
-                           advantage.returns.index_select(0, rows), m, c.clip_range_value);
+                           returns.index_select(0, rows), m, c.clip_range_value);
       auto entropy = entropy_from_logits(out.logits, m);
       auto loss = (pl.loss + c.value_coef * vl.loss - c.entropy_coef * entropy) * weight;
       if (nan_injected_at("ppo", iteration)) loss = loss * std::nan("");

@@ -88,48 +88,58 @@ PolicyOutputs policy_outputs(models::LlamaForCausalLM& policy, models::ValueHead
   return out;
 }
 
+ScoredBatch score_batch(PpoLearner& l, const Trajectories& batch, PpoStats& stats) {
+  const auto& c = l.config;
+  const torch::Device device = l.params.front().device();
+  const int64_t B = int64_t(batch.prompts.size());
+  auto start = std::chrono::steady_clock::now();
+  l.policy->eval();
+  l.policy->gradient_checkpointing = c.gradient_checkpointing;
+  l.value_head->eval();
+  ScoredBatch s;
+  s.packed = pack_trajectories(batch, l.pad_id, device);
+  const auto& mask = s.packed.mask;
+  auto all_rows = torch::arange(B, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  torch::Tensor ref_logprobs;
+  {
+    torch::NoGradGuard no_grad;
+    auto current = policy_outputs(l.policy, &l.value_head, s.packed, all_rows, c.temperature);
+    s.old_logprobs = current.logprobs;
+    s.old_values = current.values;
+    models::ReferencePolicy reference(l.policy);
+    ref_logprobs = policy_outputs(l.policy, nullptr, s.packed, all_rows, c.temperature).logprobs;
+  }
+  const auto estimator = c.kl_estimator == "k3" ? KlEstimator::k3 : KlEstimator::k1;
+  auto kl = kl_per_token(s.old_logprobs, ref_logprobs, estimator);
+  auto scores = torch::tensor(batch.scores, torch::kFloat64).to(torch::kFloat32).to(device);
+  auto rewards = token_rewards(scores, kl, mask, l.kl.beta);
+  auto advantage = gae(rewards, s.old_values, mask, c.gamma, c.lam);
+  s.advantages = whiten(advantage.advantages, mask);
+  s.returns = advantage.returns;
+  stats.kl = masked_sum(kl, mask, 1).mean().item<double>();
+  stats.beta = l.kl.beta;
+  stats.reward_mean = scores.mean().item<double>();
+  stats.reward_std = B > 1 ? scores.std().item<double>() : 0.0;
+  stats.explained_variance = explained_variance(s.old_values, s.returns, mask);
+  double words = 0;
+  for (double w : batch.answer_words) words += w;
+  stats.answer_words = words / double(B);
+  stats.response_tokens = mask.sum().item<double>() / double(B);
+  stats.reference_value_seconds = seconds_since(start);
+  return s;
+}
+
 PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_seed,
                     int64_t iteration) {
   const auto& c = l.config;
   const torch::Device device = l.params.front().device();
   const int64_t B = int64_t(batch.prompts.size());
   PpoStats stats;
-  auto start = std::chrono::steady_clock::now();
-  l.policy->eval();  // no dropout: the ratio must be 1 before the first step
-  l.policy->gradient_checkpointing = c.gradient_checkpointing;
-  l.value_head->eval();
-  auto packed = pack_trajectories(batch, l.pad_id, device);
+  const auto scored = score_batch(l, batch, stats);
+  const auto& [packed, old_logprobs, old_values, advantages, returns] = scored;
   const auto& mask = packed.mask;
-  auto all_rows = torch::arange(B, torch::TensorOptions().dtype(torch::kInt64).device(device));
 
-  // Behaviour policy, reference policy and values, without gradients.
-  torch::Tensor old_logprobs, ref_logprobs, old_values;
-  {
-    torch::NoGradGuard no_grad;
-    auto current = policy_outputs(l.policy, &l.value_head, packed, all_rows, c.temperature);
-    old_logprobs = current.logprobs;
-    old_values = current.values;
-    models::ReferencePolicy reference(l.policy);
-    ref_logprobs = policy_outputs(l.policy, nullptr, packed, all_rows, c.temperature).logprobs;
-  }
-  const auto estimator = c.kl_estimator == "k3" ? KlEstimator::k3 : KlEstimator::k1;
-  auto kl = kl_per_token(old_logprobs, ref_logprobs, estimator);
-  auto scores = torch::tensor(batch.scores, torch::kFloat64).to(torch::kFloat32).to(device);
-  auto rewards = token_rewards(scores, kl, mask, l.kl.beta);
-  auto advantage = gae(rewards, old_values, mask, c.gamma, c.lam);
-  auto advantages = whiten(advantage.advantages, mask);
-  stats.kl = masked_sum(kl, mask, 1).mean().item<double>();
-  stats.beta = l.kl.beta;
-  stats.reward_mean = scores.mean().item<double>();
-  stats.reward_std = B > 1 ? scores.std().item<double>() : 0.0;
-  stats.explained_variance = explained_variance(old_values, advantage.returns, mask);
-  double words = 0;
-  for (double w : batch.answer_words) words += w;
-  stats.answer_words = words / double(B);
-  stats.response_tokens = mask.sum().item<double>() / double(B);
-  stats.reference_value_seconds = seconds_since(start);
-
-  start = std::chrono::steady_clock::now();
+  auto start = std::chrono::steady_clock::now();
   data::Rng rng(shuffle_seed);
   double sum_pl = 0, sum_vl = 0, sum_ent = 0, sum_clip = 0, sum_vclip = 0, sum_kl = 0;
   for (int64_t epoch = 0; epoch < c.ppo_epochs && !stats.early_stopped; ++epoch) {
@@ -146,7 +156,7 @@ PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_s
       auto pl = policy_loss(out.logprobs, old_logprobs.index_select(0, rows),
                             advantages.index_select(0, rows), m, c.clip_range);
       auto vl = value_loss(out.values, old_values.index_select(0, rows),
-                           advantage.returns.index_select(0, rows), m, c.clip_range_value);
+                           returns.index_select(0, rows), m, c.clip_range_value);
       auto entropy = entropy_from_logits(out.logits, m);
       auto loss = pl.loss + c.value_coef * vl.loss - c.entropy_coef * entropy;
       if (nan_injected_at("ppo", iteration)) loss = loss * std::nan("");

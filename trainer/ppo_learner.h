@@ -68,4 +68,15 @@ PolicyOutputs policy_outputs(models::LlamaForCausalLM& policy, models::ValueHead
                              const PackedTrajectories& packed, const torch::Tensor& rows,
                              double temperature);
 
+// The scoring pass that opens every update, with gradients off: behaviour and reference
+// log-probabilities, values, the per-token KL, rewards and whitened GAE advantages. Fills the
+// batch statistics of `stats` (reward, KL, beta, explained variance, lengths, the time taken)
+// and leaves the policy and value head in eval mode (no dropout: the probability ratio must be
+// 1 before the first step).
+struct ScoredBatch {
+  PackedTrajectories packed;
+  torch::Tensor old_logprobs, old_values, advantages, returns;  // [B, R]
+};
+ScoredBatch score_batch(PpoLearner& learner, const Trajectories& batch, PpoStats& stats);
+
 }  // namespace citeforge::trainer
