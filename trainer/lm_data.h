@@ -34,7 +34,7 @@ bool fit_prompt(std::vector<int64_t>& prompt, int64_t max_len);
 
 struct SftEncoding {
   std::vector<TokenSequence> sequences;
-  int truncated = 0;  // sequences cut to max_len (prompt shortened from the left of its sources)
+  int truncated = 0;  // sequences cut to max_len (the middle of the prompt cut, see fit_prompt)
   int skipped = 0;    // examples without the reference answer
 };
 

@@ -252,14 +252,14 @@ void print_selection(const RunContext& run) {
               selection.value("metric", "").c_str(), selection.value("validation", "").c_str(),
               path.c_str());
   for (const auto& s : selection.at("selected")) {
+    const std::string metric = s.value("metric", ""), validation = s.value("test_set", "");
     std::string line = "  " + s.value("setting", "") + " epoch " +
                        std::to_string(s.value("epoch", 0)) + " (" + s.value("checkpoint", "") +
-                       "): " + s.value("test_set", "") + " " + s.value("metric", "") + " " +
-                       fixed3(s.value("value", 0.0));
+                       "): " + validation + " " + metric + " " + fixed3(s.value("value", 0.0));
     const auto scores = s.value("scores", nlohmann::json::object());
     for (const auto& [test_set, metrics] : scores.items())
-      if (test_set != s.value("test_set", "") && metrics.contains(s.value("metric", "")))
-        line += ", " + test_set + " " + fixed3(metrics[s.value("metric", "")].value("mean", 0.0));
+      if (test_set != validation && metrics.contains(metric))
+        line += ", " + test_set + " " + fixed3(metrics[metric].value("mean", 0.0));
     std::printf("%s\n", line.c_str());
   }
 }
