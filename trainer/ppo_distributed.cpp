@@ -89,7 +89,6 @@ void run_ppo_distributed(RunContext& run, const std::string& stage) {
 
   const std::vector<data::Example> pool = ppo_pool(run);
   const std::string last_dir = (fs::path(run.checkpoint_root()) / (stage + "-last")).string();
-  auto checkpoint_name = [&](int k) { return stage + "-" + std::to_string(k); };
   auto phase = [&](int64_t it, const std::string& what) {
     return stage + " iteration " + std::to_string(it) + ": " + what;
   };
@@ -118,7 +117,7 @@ void run_ppo_distributed(RunContext& run, const std::string& stage) {
     append_jsonl(run.metrics_path(),
                  nlohmann::json{{"stage", stage}, {"event", "resume"}, {"iteration", done}}.dump());
     if (int k = ppo_eval_index(c, done))
-      evaluate_all(run, stage, k, "checkpoints/" + checkpoint_name(k));
+      evaluate_all(run, stage, k, "checkpoints/" + ppo_checkpoint_name(stage, k));
   }
   int64_t version = done;  // the weights every rank holds: after update `version`
   share_weights(group, weights, version, stage + ": weights v" + std::to_string(version));
@@ -183,12 +182,7 @@ void run_ppo_distributed(RunContext& run, const std::string& stage) {
         append_jsonl(run.metrics_path(), record.dump());
         progress->update(it, ppo_status_line(stats, rollout_s));
       }
-      const int k = ppo_eval_index(c, it);
-      if (k || it % c.checkpoint_every == 0) save(last_dir, it);
-      if (k) {
-        save((fs::path(run.checkpoint_root()) / checkpoint_name(k)).string(), it);
-        evaluate_all(run, stage, k, "checkpoints/" + checkpoint_name(k));
-      }
+      ppo_checkpoint_and_evaluate(run, stage, it, save);
     }
     maybe_kill_at(stage, it);
     // One rank's own fault point (CITEFORGE_KILL_AT=ppo@rank2:3), for the kill-one-rank test.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "data/random.h"
 #include "models/lora.h"
@@ -44,6 +45,22 @@ int ppo_eval_index(const PpoSection& c, int64_t it) {
   if (it % c.eval_every == 0) return int(it / c.eval_every);
   if (it == c.iterations) return int((it + c.eval_every - 1) / c.eval_every);
   return 0;
+}
+
+std::string ppo_checkpoint_name(const std::string& stage, int k) {
+  return stage + "-" + std::to_string(k);
+}
+
+void ppo_checkpoint_and_evaluate(RunContext& run, const std::string& stage, int64_t it,
+                                 const std::function<void(const std::string&, int64_t)>& save) {
+  const auto& c = run.config.ppo;
+  const std::filesystem::path root = run.checkpoint_root();
+  const int k = ppo_eval_index(c, it);
+  if (k || it % c.checkpoint_every == 0) save((root / (stage + "-last")).string(), it);
+  if (k) {
+    save((root / ppo_checkpoint_name(stage, k)).string(), it);
+    evaluate_all(run, stage, k, "checkpoints/" + ppo_checkpoint_name(stage, k));
+  }
 }
 
 models::ValueHead make_ppo_value_head(const RunContext& run, const std::string& stage) {

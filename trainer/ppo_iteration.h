@@ -4,6 +4,7 @@
 // same names, evaluate at the same iterations and log the same metrics.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -32,6 +33,15 @@ uint64_t ppo_shuffle_seed(const RunContext& run, const std::string& stage, int64
 
 // The evaluation ("epoch" k of the setting in results.json) that follows iteration `it`, or 0.
 int ppo_eval_index(const PpoSection& c, int64_t it);
+
+// The name of the checkpoint behind evaluation k of a setting, "<stage>-<k>", under checkpoints/.
+std::string ppo_checkpoint_name(const std::string& stage, int k);
+
+// What follows iteration `it`: the rolling "<stage>-last" checkpoint when one is due, and at an
+// evaluation the numbered checkpoint and the evaluation of every test set. `save` writes the
+// checkpoint of iteration `it` into a directory.
+void ppo_checkpoint_and_evaluate(RunContext& run, const std::string& stage, int64_t it,
+                                 const std::function<void(const std::string&, int64_t)>& save);
 
 // A fresh value head for `stage` (seeded, on the run's device).
 models::ValueHead make_ppo_value_head(const RunContext& run, const std::string& stage);

@@ -29,7 +29,6 @@ void run_ppo(RunContext& run, const std::string& stage) {
 
   const std::vector<data::Example> pool = ppo_pool(run);
   const std::string last_dir = (fs::path(run.checkpoint_root()) / (stage + "-last")).string();
-  auto checkpoint_name = [&](int k) { return stage + "-" + std::to_string(k); };
 
   int64_t done = 0;
   if (run.config.resume == "auto" && fs::exists(last_dir)) {
@@ -41,7 +40,7 @@ void run_ppo(RunContext& run, const std::string& stage) {
     append_jsonl(run.metrics_path(),
                  nlohmann::json{{"stage", stage}, {"event", "resume"}, {"iteration", done}}.dump());
     if (int k = ppo_eval_index(c, done))
-      evaluate_all(run, stage, k, "checkpoints/" + checkpoint_name(k));
+      evaluate_all(run, stage, k, "checkpoints/" + ppo_checkpoint_name(stage, k));
   }
 
   auto save = [&](const std::string& dir, int64_t iteration) {
@@ -65,12 +64,7 @@ void run_ppo(RunContext& run, const std::string& stage) {
       append_jsonl(run.metrics_path(), ppo_metrics_record(stage, it, s, rollout_s).dump());
       progress.update(it, ppo_status_line(s, rollout_s));
     }
-    const int k = ppo_eval_index(c, it);
-    if (k || it % c.checkpoint_every == 0) save(last_dir, it);
-    if (k) {
-      save((fs::path(run.checkpoint_root()) / checkpoint_name(k)).string(), it);
-      evaluate_all(run, stage, k, "checkpoints/" + checkpoint_name(k));
-    }
+    ppo_checkpoint_and_evaluate(run, stage, it, save);
     maybe_kill_at(stage, it);
   }
   progress.finish("");
