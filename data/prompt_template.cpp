@@ -80,14 +80,21 @@ std::optional<std::map<std::string, std::string>> match(const std::vector<Piece>
     if (!p.placeholder) {
       if (text.compare(pos, p.text.size(), p.text) != 0) return std::nullopt;
       pos += p.text.size();
-    } else if (i + 1 == pieces.size()) {
-      values[p.text] = text.substr(pos);
-      pos = text.size();
     } else {
-      std::size_t next = text.find(pieces[i + 1].text, pos);
-      if (next == std::string::npos) return std::nullopt;
-      values[p.text] = text.substr(pos, next - pos);
-      pos = next;
+      std::string value;
+      if (i + 1 == pieces.size()) {
+        value = text.substr(pos);
+        pos = text.size();
+      } else {
+        std::size_t next = text.find(pieces[i + 1].text, pos);
+        if (next == std::string::npos) return std::nullopt;
+        value = text.substr(pos, next - pos);
+        pos = next;
+      }
+      // A placeholder used twice (the question before and after the sources) must read the
+      // same both times, or the text was not rendered from this template.
+      auto [it, fresh] = values.emplace(p.text, value);
+      if (!fresh && it->second != value) return std::nullopt;
     }
   }
   if (pos != text.size()) return std::nullopt;
@@ -108,10 +115,12 @@ void validate_prompt_template(const PromptTemplate& t, const std::string& file) 
   if (t.name.empty()) fail_at(file, "key name", "must not be empty");
   const auto prompt = split_pieces(t.prompt);
   check_pattern(prompt, "prompt", {"sources", "question"}, file);
-  for (const char* name : {"sources", "question"}) {
-    if (count_placeholder(prompt, name) != 1)
-      fail_at(file, "key prompt", std::string("needs {") + name + "} exactly once");
-  }
+  if (count_placeholder(prompt, "sources") != 1)
+    fail_at(file, "key prompt", "needs {sources} exactly once");
+  // Twice is query-aware contextualisation: the question before the sources lets a causal
+  // model read every source knowing what is asked, the copy after them is what it answers.
+  const int questions = count_placeholder(prompt, "question");
+  if (questions < 1 || questions > 2) fail_at(file, "key prompt", "needs {question} once or twice");
   const auto source = split_pieces(t.source);
   check_pattern(source, "source", {"key", "name", "text"}, file);
   if (count_placeholder(source, "text") != 1)

@@ -135,14 +135,16 @@ class NameMaker {
   std::set<std::string> reserved_ = vocabulary_words();
 };
 
-// Entities per topic so a split of `count` questions can ask distinct facts, plus a few spare
-// entities so every question has same-attribute distractors.
-std::size_t entities_per_topic(int count, std::size_t topics, std::size_t attributes) {
+// Entities per topic so a split of `count` questions can ask distinct facts, `asked` per entity
+// (0: all of them), plus a few spare entities so every question has same-attribute distractors.
+std::size_t entities_per_topic(int count, std::size_t topics, std::size_t attributes, int asked) {
+  const std::size_t per_entity =
+      asked > 0 ? std::min<std::size_t>(attributes, static_cast<std::size_t>(asked)) : attributes;
   const std::size_t per_topic = (static_cast<std::size_t>(count) + topics - 1) / topics;
-  return std::max<std::size_t>(4, (per_topic + attributes - 1) / attributes + 3);
+  return std::max<std::size_t>(4, (per_topic + per_entity - 1) / per_entity + 3);
 }
 
-SplitWorld make_split_world(const std::string& name, bool ood, int count,
+SplitWorld make_split_world(const std::string& name, bool ood, int count, int asked,
                             const std::vector<std::string>& topic_names, NameMaker& names,
                             Rng& world_rng) {
   SplitWorld world;
@@ -152,7 +154,7 @@ SplitWorld make_split_world(const std::string& name, bool ood, int count,
     const SynthTopic* topic = find_synth_topic(topic_name);
     world.topics.push_back(topic);
     std::vector<Entity> entities(
-        entities_per_topic(count, topic_names.size(), topic->attributes.size()));
+        entities_per_topic(count, topic_names.size(), topic->attributes.size(), asked));
     for (Entity& entity : entities) {
       entity.name = names.entity();
       for (const SynthAttribute& attribute : topic->attributes)
@@ -352,11 +354,19 @@ SynthSplit make_split(const SynthConfig& config, const SplitWorld& world, int co
   split.name = world.name;
   for (const SynthTopic* topic : world.topics) split.topics.push_back(topic->name);
   std::vector<FactRef> facts;
-  for (std::size_t t = 0; t < world.topics.size(); ++t)
-    for (std::size_t e = 0; e < world.entities[t].size(); ++e)
-      for (std::size_t a = 0; a < world.topics[t]->attributes.size(); ++a)
-        facts.push_back({t, e, a});
   Rng rng(derive_seed(config.seed, "facts/" + world.name));
+  for (std::size_t t = 0; t < world.topics.size(); ++t)
+    for (std::size_t e = 0; e < world.entities[t].size(); ++e) {
+      const std::size_t attributes = world.topics[t]->attributes.size();
+      std::vector<std::size_t> asked(attributes);
+      for (std::size_t a = 0; a < attributes; ++a) asked[a] = a;
+      if (config.questions_per_entity > 0 &&
+          static_cast<std::size_t>(config.questions_per_entity) < attributes) {
+        shuffle_in_place(asked, rng);
+        asked.resize(static_cast<std::size_t>(config.questions_per_entity));
+      }
+      for (std::size_t a : asked) facts.push_back({t, e, a});
+    }
   shuffle_in_place(facts, rng);
   ExampleContext ctx{config, world, names, teacher};
   for (int i = 0; i < count; ++i) {
@@ -403,8 +413,9 @@ SynthDataset generate_synth(const SynthConfig& input) {
   if (config.pretrain > 0) plan.push_back({"pretrain", false, config.pretrain});
   std::vector<SplitWorld> worlds;
   for (const auto& p : plan) {
-    worlds.push_back(make_split_world(
-        p.name, p.ood, p.count, p.ood ? config.ood_topics : config.id_topics, names, world_rng));
+    worlds.push_back(make_split_world(p.name, p.ood, p.count, config.questions_per_entity,
+                                      p.ood ? config.ood_topics : config.id_topics, names,
+                                      world_rng));
   }
   for (std::size_t i = 0; i < worlds.size(); ++i)
     dataset.splits.push_back(make_split(config, worlds[i], plan[i].count, names, teacher));

@@ -37,6 +37,11 @@ struct SynthConfig {
   int irrelevant = 2;
   int seemingly_relevant = 2;
   double no_relevant_rate = 0.1;  // share of questions no document answers
+  // How many of an entity's facts a split asks about; 0 asks them all (an entity per topic
+  // attribute count of questions). 1 gives every question an entity of its own, so a model
+  // cannot memorise a training entity's facts from the other questions about it and must
+  // read them from the documents each time, as it must for the unseen entities of the tests.
+  int questions_per_entity = 0;
   // Passage length in words: neutral filler sentences pad a statement up to min_words without
   // passing max_words.
   int passage_min_words = 8;

@@ -60,6 +60,7 @@ void validate_synth_config(const SynthConfig& c) {
   require(c.seemingly_relevant >= 0, "seemingly_relevant", "must be >= 0");
   require(c.no_relevant_rate >= 0 && c.no_relevant_rate <= 1, "no_relevant_rate",
           "must be in [0, 1]");
+  require(c.questions_per_entity >= 0, "questions_per_entity", "must be >= 0 (0: all facts)");
   require(c.passage_min_words >= 1, "passage_min_words", "must be >= 1");
   require(c.passage_max_words >= c.passage_min_words, "passage_max_words",
           "must be >= passage_min_words");
@@ -87,12 +88,12 @@ SynthConfig synth_config_from_yaml(const YAML::Node& node, const std::string& fi
                                    const std::string& key_prefix) {
   SynthConfig c;
   if (!node || node.IsNull()) return c;
-  require_known_keys(
-      node,
-      {"seed", "train", "validation", "test", "test_ood", "pretrain", "min_relevant",
-       "max_relevant", "irrelevant", "seemingly_relevant", "no_relevant_rate", "passage_min_words",
-       "passage_max_words", "teacher_precision", "teacher_recall", "id_topics", "ood_topics"},
-      file, key_prefix);
+  require_known_keys(node,
+                     {"seed", "train", "validation", "test", "test_ood", "pretrain", "min_relevant",
+                      "max_relevant", "irrelevant", "seemingly_relevant", "no_relevant_rate",
+                      "questions_per_entity", "passage_min_words", "passage_max_words",
+                      "teacher_precision", "teacher_recall", "id_topics", "ood_topics"},
+                     file, key_prefix);
   auto place = [&](const std::string& key) { return YamlPlace{file, key_prefix + key}; };
   auto read_int = [&](const char* key, int& out) {
     if (node[key]) out = to_int(yaml_integer(node[key], place(key)), node[key], place(key));
@@ -111,6 +112,7 @@ SynthConfig synth_config_from_yaml(const YAML::Node& node, const std::string& fi
   read_int("irrelevant", c.irrelevant);
   read_int("seemingly_relevant", c.seemingly_relevant);
   read_double("no_relevant_rate", c.no_relevant_rate);
+  read_int("questions_per_entity", c.questions_per_entity);
   read_int("passage_min_words", c.passage_min_words);
   read_int("passage_max_words", c.passage_max_words);
   read_double("teacher_precision", c.teacher_precision);
@@ -143,6 +145,7 @@ std::string synth_config_to_yaml(const SynthConfig& c) {
       << "irrelevant: " << c.irrelevant << "\n"
       << "seemingly_relevant: " << c.seemingly_relevant << "\n"
       << "no_relevant_rate: " << number_text(c.no_relevant_rate) << "\n"
+      << "questions_per_entity: " << c.questions_per_entity << "\n"
       << "passage_min_words: " << c.passage_min_words << "\n"
       << "passage_max_words: " << c.passage_max_words << "\n"
       << "teacher_precision: " << number_text(c.teacher_precision) << "\n"

@@ -1,7 +1,8 @@
 // Fused NF4 dequantisation on the GPU: one thread per packed byte decodes both 4-bit codes and
 // the double-quantised absmax of their block in one pass, instead of the half-dozen tensor ops
-// (and temporaries) of the reference path. Checked against nf4_dequantize_reference by
-// tests/models/test_nf4.cpp on a CUDA machine.
+// (and temporaries) of the reference path. The per-byte arithmetic is models/nf4_decode.h,
+// which tests/models/test_nf4.cpp checks on the CPU; the kernel as a whole is checked against
+// nf4_dequantize_reference by the same file on a CUDA machine.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_bf16.h>
@@ -9,6 +10,7 @@
 
 #include "common/error.h"
 #include "models/nf4.h"
+#include "models/nf4_decode.h"
 
 namespace citeforge::models {
 namespace {
@@ -47,15 +49,11 @@ __global__ void dequantize_nf4_kernel(const uint8_t* __restrict__ packed,
   if (threadIdx.x < 16) nf4[threadIdx.x] = tables.nf4[threadIdx.x];
   __syncthreads();
   const int64_t byte = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t first = 2 * byte;
-  if (first >= numel) return;
-  const uint8_t q = packed[byte];
-  // blocksize is even, so both values of a byte share one absmax block.
-  const int64_t block = first / blocksize;
-  const float absmax =
-      levels[absmax_codes[block]] * absmax_scale[block / absmax_blocksize] + absmax_offset;
-  out[first] = from_float<T>(nf4[q >> 4] * absmax);
-  if (first + 1 < numel) out[first + 1] = from_float<T>(nf4[q & 15] * absmax);
+  if (2 * byte >= numel) return;
+  const Nf4BytePair pair = nf4_decode_byte(byte, packed, absmax_codes, absmax_scale, absmax_offset,
+                                           numel, blocksize, absmax_blocksize, nf4, levels);
+  out[2 * byte] = from_float<T>(pair.first);
+  if (pair.second_valid) out[2 * byte + 1] = from_float<T>(pair.second);
 }
 
 template <typename T>

@@ -465,4 +465,21 @@ std::string strip_citations(const std::string& answer, const ParsedCitations& pa
   return out;
 }
 
+std::string citations_in_words(const std::string& answer, const ParsedCitations& parsed) {
+  std::string out = strip_citations(answer, parsed);
+  const auto& keys = parsed.cited;
+  if (keys.empty()) return out;
+  std::string list;
+  std::size_t i = 0;
+  for (int key : keys) {
+    if (i) list += i + 1 == keys.size() ? " and " : ", ";
+    list += std::to_string(key);
+    ++i;
+  }
+  const bool full_stop = !out.empty() && out.back() == '.';
+  if (full_stop) out.pop_back();
+  const bool one = keys.size() == 1;
+  return out + (one ? ", as document " : ", as documents ") + list + (one ? " says." : " say.");
+}
+
 }  // namespace citeforge::rewards

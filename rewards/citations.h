@@ -68,6 +68,11 @@ ParsedCitations parse_numeric_citations(const std::string& answer, int n_sources
 // "Crabs are eaten [1][3]." -> "Crabs are eaten." Prose in parentheses stays.
 std::string strip_citations(const std::string& answer, const ParsedCitations& parsed);
 
+// The answer with its cited sources said in words at the end instead of cited:
+// "Crabs are eaten [1][3]." -> "Crabs are eaten, as documents 1 and 3 say." An answer that
+// cites nothing comes back stripped only. Nothing in the result parses as a citation.
+std::string citations_in_words(const std::string& answer, const ParsedCitations& parsed);
+
 // The comparison form of a source name or cited name (rule 1 above), e.g.
 // "The Cooley & Mitchell, 2007, p.112" -> "cooley and mitchell 2007 p 112".
 std::string normalize_source_name(const std::string& name);

@@ -88,7 +88,8 @@ void load_data(RunContext& run) {
   say("data: train " + std::to_string(run.train.size()) + sizes);
 }
 
-// The reading split's answers with the citations removed, under the name "reading".
+// The reading split's answers with the citations removed, or said in words
+// (data.reading_sources), under the name "reading".
 std::vector<data::Example> reading_examples(const RunContext& run) {
   std::vector<data::Example> reading;
   for (const auto& ex : run.pretrain_reading) {
@@ -96,7 +97,9 @@ std::vector<data::Example> reading_examples(const RunContext& run) {
     if (answer == ex.references.end()) continue;
     auto parsed = rewards::parse_citations(answer->second, ex.sources, ex.citation_style);
     reading.push_back(ex);
-    reading.back().references["reading"] = rewards::strip_citations(answer->second, parsed);
+    reading.back().references["reading"] = run.config.data.reading_sources == "prose"
+                                               ? rewards::citations_in_words(answer->second, parsed)
+                                               : rewards::strip_citations(answer->second, parsed);
   }
   return reading;
 }
@@ -195,7 +198,9 @@ void build_base_model(RunContext& run) {
     say("pre-training the built model on " +
         std::to_string(sequences.size() - pretraining.reading) +
         " chunks of the world's text and " + std::to_string(pretraining.reading) +
-        " reading questions answered without citations");
+        " reading questions answered " +
+        (run.config.data.reading_sources == "prose" ? "with the documents named in words"
+                                                    : "without citations"));
     LmTrainingJob job;
     job.stage = "pretrain";
     job.config = run.config.pretrain;

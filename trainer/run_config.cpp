@@ -226,6 +226,7 @@ void visit_synth(V& v, data::SynthConfig& s) {
   v.field("irrelevant", s.irrelevant);
   v.field("seemingly_relevant", s.seemingly_relevant);
   v.field("no_relevant_rate", s.no_relevant_rate);
+  v.field("questions_per_entity", s.questions_per_entity);
   v.field("passage_min_words", s.passage_min_words);
   v.field("passage_max_words", s.passage_max_words);
   v.field("teacher_precision", s.teacher_precision);
@@ -249,6 +250,7 @@ void visit_data(V& v, DataSection& d) {
   v.field("template", d.prompt_template);
   v.field("templates_dir", d.templates_dir);
   v.field("reference", d.reference);
+  v.field("reading_sources", d.reading_sources);
 }
 
 template <class V>
@@ -438,6 +440,8 @@ void validate(RunConfig& c) {
     }
   }
   require(!c.data.reference.empty(), f, "data.reference", "must not be empty");
+  require(c.data.reading_sources == "none" || c.data.reading_sources == "prose", f,
+          "data.reading_sources", "must be none or prose, not '" + c.data.reading_sources + "'");
   // Stages.
   validate_train(c.pretrain, f, "pretrain.");
   require(!c.pretrain.enabled || c.model.build_enabled, f, "pretrain",

@@ -111,6 +111,10 @@ struct DataSection {
   std::string prompt_template = "rage_numeric";  // name in templates_dir or a .yaml path
   std::string templates_dir = "configs/templates";
   std::string reference = "teacher";  // which reference answer SFT learns
+  // How the pre-training reading split's answers name their documents: `none` drops the
+  // citations, `prose` says "..., as documents 1 and 3 say." instead of "... [1][3]." (a base
+  // that reads and attributes in words, as chat models do, but never in the cited format).
+  std::string reading_sources = "none";
 };
 
 struct EvalSection {

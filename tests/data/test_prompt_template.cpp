@@ -66,6 +66,25 @@ TEST_CASE("rage_numeric: rendering a synthetic example and parsing it back gives
   }
 }
 
+TEST_CASE("rage_numeric_query_first states the question before and after the documents") {
+  PromptTemplate t = load("rage_numeric_query_first");
+  Example e = sample_named();
+  const std::string prompt = render_prompt(t, e);
+  const std::string question = "Question: How does proteomics differ from genomics?";
+  const auto first = prompt.find(question), documents = prompt.find("[1]: Proteomics");
+  REQUIRE(first == 0);
+  REQUIRE(documents != std::string::npos);
+  CHECK(prompt.find(question + "\nAnswer:", documents) != std::string::npos);
+  ParsedPrompt parsed = parse_rendered_prompt(t, prompt);
+  CHECK(parsed.question == e.question);
+  check_same_sources(parsed.sources, e.sources, false);
+  // The two copies must agree, or the text was not rendered from this template.
+  std::string tampered = prompt;
+  tampered.replace(prompt.rfind("genomics"), 8, "genetics");
+  CHECK_THROWS_WITH(parse_rendered_prompt(t, tampered),
+                    Catch::Contains("rage_numeric_query_first") && Catch::Contains("does not fit"));
+}
+
 TEST_CASE("evidence_named: round trip through the template and through the SynSciQA parser") {
   PromptTemplate t = load("evidence_named");
   CHECK(t.citation_style == CitationStyle::named);
@@ -128,6 +147,9 @@ TEST_CASE("template files are validated with file and key in the message") {
       fails(
           "name: t\ncitation_style: numeric\nprompt: \"{question}\"\nsource: \"[{key}] {text}\"\n"),
       Catch::Contains("t.yaml") && Catch::Contains("{sources}"));
+  CHECK_THAT(fails("name: t\ncitation_style: numeric\nprompt: \"{question} {sources} {question} "
+                   "{question}\"\nsource: \"[{key}] {text}\"\n"),
+             Catch::Contains("{question} once or twice"));
   CHECK_THAT(fails("name: t\ncitation_style: numeric\nprompt: \"{sources} {question} {answer}\"\n"
                    "source: \"[{key}] {text}\"\n"),
              Catch::Contains("unknown placeholder {answer}"));

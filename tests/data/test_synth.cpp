@@ -394,3 +394,28 @@ TEST_CASE("synth: the pretrain split is reading material about entities no other
   config.pretrain = 0;
   CHECK(generate_synth(config).splits.size() == 4);
 }
+
+TEST_CASE("synth: questions_per_entity 1 gives every question an entity of its own") {
+  SynthConfig config;
+  config.train = 300;
+  config.validation = config.test = config.test_ood = 20;
+  auto count_subjects = [](const SynthSplit& split) {
+    std::map<std::string, int> asked;
+    for (const auto& f : split.facts) ++asked[lower(f.entity)];
+    return asked;
+  };
+  // By default an entity is asked about all its attributes, so training repeats entities.
+  int repeated = 0;
+  for (const auto& [entity, n] : count_subjects(split_named(generate_synth(config), "train")))
+    repeated += n > 1;
+  CHECK(repeated > 30);
+  config.questions_per_entity = 1;
+  auto d = generate_synth(config);
+  const auto& train = split_named(d, "train");
+  REQUIRE(train.examples.size() == 300);
+  for (const auto& [entity, n] : count_subjects(train)) CHECK(n == 1);
+  // Still answerable from relevant passages, with same-entity distractors about other facts.
+  for (const auto& ex : train.examples) CHECK(ex.sources.size() >= 3);
+  config.questions_per_entity = -1;
+  CHECK_THROWS_WITH(generate_synth(config), Catch::Contains("questions_per_entity"));
+}

@@ -32,8 +32,10 @@ TEST_CASE("synth config: YAML round trip of the resolved configuration") {
   c.seed = 9;
   c.no_relevant_rate = 0.1;
   c.irrelevant = 3;
+  c.questions_per_entity = 1;
   c.id_topics = {"bird", "town"};
   SynthConfig back = parse(synth_config_to_yaml(c));
+  CHECK(back.questions_per_entity == 1);
   CHECK(back.seed == 9);
   CHECK(back.no_relevant_rate == 0.1);
   CHECK(back.irrelevant == 3);

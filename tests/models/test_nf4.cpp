@@ -7,6 +7,7 @@
 #include "models/checkpoint_io.h"
 #include "models/linear.h"
 #include "models/nf4.h"
+#include "models/nf4_decode.h"
 #include "models/safetensors.h"
 #include "tests/test_paths.h"
 
@@ -169,6 +170,31 @@ TEST_CASE("loading with nf4 quantises every block projection and keeps the rest 
   models::save_model(quantised, out.string());
   auto reloaded = models::load_model(out.string());
   CHECK(torch::allclose(reloaded->forward(ids), b, 1e-4, 1e-4));
+}
+
+TEST_CASE("the CUDA kernel's per-byte decode equals the reference path on the CPU",
+          "[models][nf4]") {
+  torch::manual_seed(6);
+  // Odd sizes give a ragged last block and an unpaired last value; 70000 values make more than
+  // one second-level absmax block.
+  for (auto shape : {std::vector<int64_t>{33, 7}, {300, 70}, {70001}}) {
+    auto q = models::nf4_quantize(torch::randn(shape) * 3);
+    auto reference = models::nf4_dequantize_reference(q, torch::kFloat32).flatten();
+    auto decoded = torch::empty({q.numel}, torch::kFloat32);
+    const auto& nf4 = models::nf4_codebook();
+    const auto& levels = models::dynamic_map_signed();
+    float* out = decoded.data_ptr<float>();
+    for (int64_t byte = 0; 2 * byte < q.numel; ++byte) {
+      auto pair = models::nf4_decode_byte(
+          byte, q.packed.data_ptr<uint8_t>(), q.absmax_codes.data_ptr<uint8_t>(),
+          q.absmax_scale.data_ptr<float>(), q.absmax_offset, q.numel, q.blocksize,
+          q.absmax_blocksize, nf4.data(), levels.data());
+      out[2 * byte] = pair.first;
+      CHECK(pair.second_valid == (2 * byte + 1 < q.numel));
+      if (pair.second_valid) out[2 * byte + 1] = pair.second;
+    }
+    CHECK(torch::equal(decoded, reference));
+  }
 }
 
 TEST_CASE("the CUDA dequantisation kernel equals the reference path", "[models][nf4][cuda]") {

@@ -298,3 +298,23 @@ TEST_CASE("strip_citations removes the groups and keeps the prose", "[citations]
         "None of the documents answers this question.");
   CHECK(strip("A ship (the old one) [2] sails.") == "A ship (the old one) sails.");
 }
+
+TEST_CASE("citations_in_words names the cited documents in prose, which cites nothing",
+          "[citations]") {
+  auto words = [](const std::string& answer) {
+    return citations_in_words(answer, parse_numeric_citations(answer, 6));
+  };
+  CHECK(words("The Belbeldor eats crabs [3].") == "The Belbeldor eats crabs, as document 3 says.");
+  CHECK(words("The Belbeldor eats crabs [3][1].") ==
+        "The Belbeldor eats crabs, as documents 1 and 3 say.");
+  CHECK(words("Crabs [1, 2] and nuts [4-5] are food.") ==
+        "Crabs and nuts are food, as documents 1, 2, 4 and 5 say.");
+  CHECK(words("None of the documents answers this question.") ==
+        "None of the documents answers this question.");
+  // Invalid citations are dropped with the rest; only valid keys are named.
+  CHECK(words("Crabs [9][2].") == "Crabs, as document 2 says.");
+  const std::string prose = words("The Belbeldor eats crabs [1][3].");
+  const auto reparsed = parse_numeric_citations(prose, 6);
+  CHECK(reparsed.cited.empty());
+  CHECK(reparsed.invalid.empty());
+}
