@@ -73,6 +73,31 @@ std::vector<TokenSequence> encode_pretraining(const std::vector<std::string>& te
   return out;
 }
 
+std::vector<TokenSequence> copy_drill_sequences(int count, int64_t vocab_size, int64_t first_id,
+                                                int64_t bos_id, uint64_t seed) {
+  if (vocab_size - first_id < 2) throw Error("copy drills: the vocabulary has no ordinary tokens");
+  data::Rng rng(data::derive_seed(seed, "copy-drills"));
+  auto token = [&] {
+    return first_id + int64_t(data::uniform_below(rng, std::size_t(vocab_size - first_id)));
+  };
+  std::vector<TokenSequence> out;
+  for (int i = 0; i < count; ++i) {
+    TokenSequence s;
+    s.id = "copy-drill-" + std::to_string(i);
+    std::vector<int64_t> run(std::size_t(data::uniform_int(rng, 8, 32)));
+    for (auto& t : run) t = token();
+    s.ids.push_back(bos_id);
+    s.ids.insert(s.ids.end(), run.begin(), run.end());
+    const int gap = data::uniform_int(rng, 0, 64);
+    for (int g = 0; g < gap; ++g) s.ids.push_back(token());
+    s.loss_mask.assign(s.ids.size() + 1, 0);  // ... and the repeat's first token
+    s.ids.insert(s.ids.end(), run.begin(), run.end());
+    s.loss_mask.resize(s.ids.size(), 1);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 std::vector<std::vector<std::size_t>> epoch_batches(const std::vector<TokenSequence>& sequences,
                                                     int64_t batch_size, uint64_t seed,
                                                     int64_t epoch) {

@@ -48,6 +48,13 @@ SftEncoding encode_sft(const std::vector<data::Example>& examples,
 std::vector<TokenSequence> encode_pretraining(const std::vector<std::string>& texts,
                                               const models::Tokenizer& tokenizer, int64_t max_len);
 
+// `count` copy drills for pre-training: BOS, a run A of 8-32 random tokens, a gap of 0-64
+// random tokens, then A again, with the loss on A's repeat after its first token (the first
+// cannot be known). Token ids are drawn from [first_id, vocab_size), so special ids never
+// appear. Deterministic in `seed`.
+std::vector<TokenSequence> copy_drill_sequences(int count, int64_t vocab_size, int64_t first_id,
+                                                int64_t bos_id, uint64_t seed);
+
 // Length-bucketed micro-batches of sequence indices for one epoch: a shuffle seeded by
 // (seed, epoch), then sorting within windows of 32 batches by length so padding stays small,
 // then a seeded shuffle of the batches. Same inputs, same batches.

@@ -128,6 +128,7 @@ std::vector<std::string> world_texts(const RunContext& run) {
 struct PretrainingData {
   std::vector<TokenSequence> sequences;
   std::size_t reading = 0;  // how many of them are reading questions
+  std::size_t drills = 0;   // how many are copy drills (pretrain.copy_drills)
 };
 
 PretrainingData pretraining_sequences(const RunContext& run) {
@@ -138,6 +139,12 @@ PretrainingData pretraining_sequences(const RunContext& run) {
                             run.format.prompt, "reading", run.config.pretrain.max_seq_len);
   data.reading = reading.sequences.size();
   for (auto& s : reading.sequences) data.sequences.push_back(std::move(s));
+  const auto& p = run.config.pretrain;
+  auto drills =
+      copy_drill_sequences(p.copy_drills, run.tokenizer->vocab_size(), run.tokenizer->eos_id() + 1,
+                           run.tokenizer->bos_id(), run.config.seed);
+  data.drills = drills.size();
+  for (auto& s : drills) data.sequences.push_back(std::move(s));
   return data;
 }
 
@@ -196,11 +203,13 @@ void build_base_model(RunContext& run) {
     auto pretraining = pretraining_sequences(run);
     auto& sequences = pretraining.sequences;
     say("pre-training the built model on " +
-        std::to_string(sequences.size() - pretraining.reading) +
+        std::to_string(sequences.size() - pretraining.reading - pretraining.drills) +
         " chunks of the world's text and " + std::to_string(pretraining.reading) +
         " reading questions answered " +
         (run.config.data.reading_sources == "prose" ? "with the documents named in words"
-                                                    : "without citations"));
+                                                    : "without citations") +
+        (pretraining.drills ? " and " + std::to_string(pretraining.drills) + " copy drills"
+                            : std::string()));
     LmTrainingJob job;
     job.stage = "pretrain";
     job.config = run.config.pretrain;

@@ -181,6 +181,7 @@ void visit_train(V& v, TrainSection& t) {
   v.field("max_seq_len", t.max_seq_len);
   v.field("max_examples", t.max_examples);
   v.field("gradient_checkpointing", t.gradient_checkpointing);
+  v.field("copy_drills", t.copy_drills);
 }
 
 template <class V>
@@ -338,6 +339,7 @@ bool one_of(const std::string& v, std::initializer_list<const char*> options) {
 void validate_train(const TrainSection& t, const std::string& file, const std::string& p) {
   if (!t.enabled) return;
   require(t.epochs >= 1, file, p + "epochs", "must be >= 1");
+  require(t.copy_drills >= 0, file, p + "copy_drills", "must be >= 0");
   require(t.lr > 0, file, p + "lr", "must be > 0");
   require(one_of(t.schedule, {"constant", "cosine"}), file, p + "schedule",
           "must be constant or cosine, got '" + t.schedule + "'");
@@ -447,6 +449,7 @@ void validate(RunConfig& c) {
   require(!c.pretrain.enabled || c.model.build_enabled, f, "pretrain",
           "pre-training is for a model built by the run (model.build)");
   validate_train(c.sft, f, "sft.");
+  require(c.sft.copy_drills == 0, f, "sft.copy_drills", "only pre-training uses copy drills");
   const auto& p = c.ppo;
   require(p.iterations >= 1, f, "ppo.iterations", "must be >= 1");
   require(p.batch_size >= 1, f, "ppo.batch_size", "must be >= 1");

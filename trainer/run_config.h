@@ -61,6 +61,10 @@ struct TrainSection {
   int max_seq_len = 512;     // longer sequences are cut (prompt first) with a warning count
   int max_examples = 0;      // 0 = all
   bool gradient_checkpointing = false;  // recompute decoder blocks in backward to save memory
+  // Pre-training only: this many sequences of random tokens shown twice with a random gap, the
+  // loss on the repeat. They teach a model built from scratch to copy from its context
+  // (induction heads) in far fewer steps than text alone; reading documents builds on that.
+  int copy_drills = 0;
 };
 
 struct PpoSection {

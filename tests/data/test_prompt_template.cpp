@@ -52,18 +52,27 @@ TEST_CASE("rage_numeric renders documents as [n]: text and the question last") {
   CHECK(prompt.find("{") == std::string::npos);
 }
 
-TEST_CASE("rage_numeric: rendering a synthetic example and parsing it back gives its sources") {
+TEST_CASE(
+    "numeric templates: rendering a synthetic example and parsing it back gives its sources") {
   SynthConfig config;
   config.train = 40;
   config.validation = config.test = config.test_ood = 5;
-  PromptTemplate t = load("rage_numeric");
-  for (const auto& split : generate_synth(config).splits) {
-    for (const Example& e : split.examples) {
-      ParsedPrompt parsed = parse_rendered_prompt(t, render_prompt(t, e));
-      CHECK(parsed.question == e.question);
-      check_same_sources(parsed.sources, e.sources, false);
+  const auto dataset = generate_synth(config);
+  for (const char* name : {"rage_numeric", "rage_numeric_query_first", "rage_numeric_key_last"}) {
+    INFO(name);
+    PromptTemplate t = load(name);
+    for (const auto& split : dataset.splits) {
+      for (const Example& e : split.examples) {
+        ParsedPrompt parsed = parse_rendered_prompt(t, render_prompt(t, e));
+        CHECK(parsed.question == e.question);
+        check_same_sources(parsed.sources, e.sources, false);
+      }
     }
   }
+  // Key last: each document line ends with its number.
+  Example e = dataset.splits.front().examples.front();
+  CHECK(render_prompt(load("rage_numeric_key_last"), e).find(e.sources[0].text + " [1]\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("rage_numeric_query_first states the question before and after the documents") {

@@ -94,3 +94,32 @@ TEST_CASE("LR schedule: linear warm-up, then constant or cosine to zero", "[trai
   CHECK(lr_factor(54, 104, 4, "cosine") == Approx(0.5));
   CHECK(lr_factor(104, 104, 4, "cosine") == Approx(0.0).margin(1e-12));
 }
+
+TEST_CASE("copy drills repeat a random run and train only on the predictable repeat",
+          "[trainer][pretrain]") {
+  auto drills = trainer::copy_drill_sequences(50, 100, 3, 1, 7);
+  REQUIRE(drills.size() == 50);
+  for (const auto& s : drills) {
+    REQUIRE(s.ids.size() == s.loss_mask.size());
+    CHECK(s.ids.front() == 1);
+    std::size_t first_trained = 0;
+    while (first_trained < s.loss_mask.size() && !s.loss_mask[first_trained]) ++first_trained;
+    // Trained: every token after the repeat's first, through the end.
+    const std::size_t run = s.ids.size() - first_trained + 1;
+    CHECK(run >= 8);
+    CHECK(run <= 32);
+    for (std::size_t t = first_trained; t < s.ids.size(); ++t) CHECK(s.loss_mask[t] == 1);
+    // The repeat equals the run right after BOS, and no special id appears.
+    const std::size_t repeat = s.ids.size() - run;
+    for (std::size_t i = 0; i < run; ++i) CHECK(s.ids[repeat + i] == s.ids[1 + i]);
+    for (std::size_t t = 1; t < s.ids.size(); ++t) {
+      CHECK(s.ids[t] >= 3);
+      CHECK(s.ids[t] < 100);
+    }
+    CHECK(s.ids.size() - 1 - 2 * run <= 64);  // the gap
+  }
+  // Deterministic in the seed.
+  CHECK(trainer::copy_drill_sequences(5, 100, 3, 1, 7)[4].ids == drills[4].ids);
+  CHECK(trainer::copy_drill_sequences(5, 100, 3, 1, 8)[4].ids != drills[4].ids);
+  CHECK_THROWS_WITH(trainer::copy_drill_sequences(1, 4, 3, 1, 7), Catch::Contains("vocabulary"));
+}

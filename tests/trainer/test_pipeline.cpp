@@ -22,9 +22,10 @@ std::string run_args(const fs::path& out, const std::string& extra = "") {
 
 TEST_CASE("run: SFT on a built model fills the run directory", "[trainer][pipeline]") {
   auto out = testing::temp_dir("run-sft") / "run";
-  // With a reading split, as the demo has: its questions, answered with the documents named in
-  // words but never cited, join pre-training.
-  const std::string reading = "--set data.synth.pretrain=24 --set data.reading_sources=prose";
+  // With a reading split: its questions, answered with the documents named in words but never
+  // cited, join pre-training, and so do copy drills.
+  const std::string reading =
+      "--set data.synth.pretrain=24 --set data.reading_sources=prose --set pretrain.copy_drills=16";
   auto r = testing::run_citeforge(run_args(out, reading));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -43,8 +44,8 @@ TEST_CASE("run: SFT on a built model fills the run directory", "[trainer][pipeli
   CHECK(r.output.find("| SFT    |") != std::string::npos);
   CHECK(r.output.find("sft epoch ") != std::string::npos);
   CHECK(r.output.find(": validation f1 ") != std::string::npos);
-  CHECK(r.output.find("and 24 reading questions answered with the documents named in words") !=
-        std::string::npos);
+  CHECK(r.output.find("and 24 reading questions answered with the documents named in words and "
+                      "16 copy drills") != std::string::npos);
   // Rerunning a finished run does no work again and changes nothing.
   const std::string before = read_file((out / "results.json").string());
   auto again = testing::run_citeforge(run_args(out, reading));
