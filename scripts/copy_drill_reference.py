@@ -5,7 +5,7 @@ citeforge's `pretrain.copy_drills`.
 A copy drill is BOS, a run of 8-32 random tokens, a gap of 0-64 random tokens, the run again;
 the loss is on the repeat after its first token (trainer/lm_data.h). A model that has learned to
 copy from its context (an induction head) drives that loss towards 0; one that has not stays
-near ln(vocab - 3) = 6.93. The recipe is the demo's pre-training: hidden 128, MLP 344, 4 layers,
+near ln(vocab - 3) = 6.93 (ln of --drill-vocab when that is given). The recipe is the demo's pre-training: hidden 128, MLP 344, 4 layers,
 4 heads, 2 KV heads, vocabulary 1024, tied embeddings, N(0, 0.02) initialisation, AdamW lr 3e-3
 with 5% warm-up then cosine, batch 16, gradient norm clipped at 1.0.
 
@@ -26,9 +26,9 @@ from transformers import LlamaConfig, LlamaForCausalLM
 VOCAB, FIRST_ID, BOS, PAD = 1024, 3, 1, 2
 
 
-def drill(rng):
-    run = [rng.randrange(FIRST_ID, VOCAB) for _ in range(rng.randint(8, 32))]
-    gap = [rng.randrange(FIRST_ID, VOCAB) for _ in range(rng.randint(0, 64))]
+def drill(rng, top=VOCAB):
+    run = [rng.randrange(FIRST_ID, top) for _ in range(rng.randint(8, 32))]
+    gap = [rng.randrange(FIRST_ID, top) for _ in range(rng.randint(0, 64))]
     ids = [BOS] + run + gap + run
     mask = [0] * (len(ids) - len(run) + 1) + [1] * (len(run) - 1)
     return ids, mask
@@ -40,6 +40,8 @@ def main():
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--drill-vocab", type=int, default=VOCAB - FIRST_ID,
+                        help="draw drill tokens from the first N ordinary ids only")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     torch.set_num_threads(2)
@@ -62,7 +64,7 @@ def main():
                                   weight_decay=0.0)
     window = []
     for step in range(steps):
-        batch = [drill(rng) for _ in range(args.batch)]
+        batch = [drill(rng, FIRST_ID + args.drill_vocab) for _ in range(args.batch)]
         width = max(len(ids) for ids, _ in batch)
         ids = torch.full((args.batch, width), PAD)
         mask = torch.zeros((args.batch, width))
