@@ -74,10 +74,22 @@ std::vector<TokenSequence> encode_pretraining(const std::vector<std::string>& te
 }
 
 std::vector<TokenSequence> copy_drill_sequences(int count, int64_t vocab_size, int64_t first_id,
-                                                int64_t bos_id, uint64_t seed) {
+                                                int64_t bos_id, uint64_t seed,
+                                                int distinct_tokens) {
   if (vocab_size - first_id < 2) throw Error("copy drills: the vocabulary has no ordinary tokens");
   data::Rng rng(data::derive_seed(seed, "copy-drills"));
+  std::vector<int64_t> pool;
+  if (distinct_tokens > 0) {
+    if (distinct_tokens > vocab_size - first_id)
+      throw Error("copy drills: " + std::to_string(distinct_tokens) +
+                  " distinct tokens asked, the vocabulary has " +
+                  std::to_string(vocab_size - first_id));
+    for (int64_t id = first_id; id < vocab_size; ++id) pool.push_back(id);
+    data::shuffle_in_place(pool, rng);
+    pool.resize(std::size_t(distinct_tokens));
+  }
   auto token = [&] {
+    if (!pool.empty()) return pool[data::uniform_below(rng, pool.size())];
     return first_id + int64_t(data::uniform_below(rng, std::size_t(vocab_size - first_id)));
   };
   std::vector<TokenSequence> out;

@@ -51,9 +51,11 @@ std::vector<TokenSequence> encode_pretraining(const std::vector<std::string>& te
 // `count` copy drills for pre-training: BOS, a run A of 8-32 random tokens, a gap of 0-64
 // random tokens, then A again, with the loss on A's repeat after its first token (the first
 // cannot be known). Token ids are drawn from [first_id, vocab_size), so special ids never
-// appear. Deterministic in `seed`.
+// appear; with `distinct_tokens` > 0 only from a seeded random subset of that many of them.
+// Deterministic in `seed`.
 std::vector<TokenSequence> copy_drill_sequences(int count, int64_t vocab_size, int64_t first_id,
-                                                int64_t bos_id, uint64_t seed);
+                                                int64_t bos_id, uint64_t seed,
+                                                int distinct_tokens = 0);
 
 // Length-bucketed micro-batches of sequence indices for one epoch: a shuffle seeded by
 // (seed, epoch), then sorting within windows of 32 batches by length so padding stays small,

@@ -142,7 +142,7 @@ PretrainingData pretraining_sequences(const RunContext& run) {
   const auto& p = run.config.pretrain;
   auto drills =
       copy_drill_sequences(p.copy_drills, run.tokenizer->vocab_size(), run.tokenizer->eos_id() + 1,
-                           run.tokenizer->bos_id(), run.config.seed);
+                           run.tokenizer->bos_id(), run.config.seed, p.copy_drill_tokens);
   data.drills = drills.size();
   for (auto& s : drills) data.sequences.push_back(std::move(s));
   return data;

@@ -182,6 +182,7 @@ void visit_train(V& v, TrainSection& t) {
   v.field("max_examples", t.max_examples);
   v.field("gradient_checkpointing", t.gradient_checkpointing);
   v.field("copy_drills", t.copy_drills);
+  v.field("copy_drill_tokens", t.copy_drill_tokens);
 }
 
 template <class V>
@@ -340,6 +341,8 @@ void validate_train(const TrainSection& t, const std::string& file, const std::s
   if (!t.enabled) return;
   require(t.epochs >= 1, file, p + "epochs", "must be >= 1");
   require(t.copy_drills >= 0, file, p + "copy_drills", "must be >= 0");
+  require(t.copy_drill_tokens == 0 || t.copy_drill_tokens >= 2, file, p + "copy_drill_tokens",
+          "must be 0 (all) or >= 2");
   require(t.lr > 0, file, p + "lr", "must be > 0");
   require(one_of(t.schedule, {"constant", "cosine"}), file, p + "schedule",
           "must be constant or cosine, got '" + t.schedule + "'");

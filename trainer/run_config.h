@@ -65,6 +65,9 @@ struct TrainSection {
   // loss on the repeat. They teach a model built from scratch to copy from its context
   // (induction heads) in far fewer steps than text alone; reading documents builds on that.
   int copy_drills = 0;
+  // How many distinct token ids the drills draw from (a seeded random subset); 0 = all. A
+  // small set lets copying form after far fewer steps (scripts/copy_drill_reference.py).
+  int copy_drill_tokens = 0;
 };
 
 struct PpoSection {

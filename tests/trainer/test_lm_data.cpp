@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "data/prompt_template.h"
 #include "tests/test_paths.h"
@@ -122,4 +123,11 @@ TEST_CASE("copy drills repeat a random run and train only on the predictable rep
   CHECK(trainer::copy_drill_sequences(5, 100, 3, 1, 7)[4].ids == drills[4].ids);
   CHECK(trainer::copy_drill_sequences(5, 100, 3, 1, 8)[4].ids != drills[4].ids);
   CHECK_THROWS_WITH(trainer::copy_drill_sequences(1, 4, 3, 1, 7), Catch::Contains("vocabulary"));
+  // A small token set: every drill draws from the same few ids.
+  std::set<int64_t> used;
+  for (const auto& s : trainer::copy_drill_sequences(200, 1000, 3, 1, 7, 5))
+    used.insert(s.ids.begin() + 1, s.ids.end());
+  CHECK(used.size() == 5);
+  for (auto id : used) CHECK((id >= 3 && id < 1000));
+  CHECK_THROWS_WITH(trainer::copy_drill_sequences(1, 10, 3, 1, 7, 8), Catch::Contains("distinct"));
 }

@@ -25,7 +25,8 @@ TEST_CASE("run: SFT on a built model fills the run directory", "[trainer][pipeli
   // With a reading split: its questions, answered with the documents named in words but never
   // cited, join pre-training, and so do copy drills.
   const std::string reading =
-      "--set data.synth.pretrain=24 --set data.reading_sources=prose --set pretrain.copy_drills=16";
+      "--set data.synth.pretrain=24 --set data.reading_sources=prose --set pretrain.copy_drills=16 "
+      "--set pretrain.copy_drill_tokens=8";
   auto r = testing::run_citeforge(run_args(out, reading));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);

@@ -72,6 +72,8 @@ TEST_CASE("config errors name the file, line and key path", "[trainer][config][e
   CHECK_THROWS_WITH(parse(kBase, {"model.path=/tmp"}),
                     Contains("model") && Contains("exactly one"));
   CHECK_THROWS_WITH(parse(kBase, {"ppo.minibatch_size=5"}), Contains("ppo.minibatch_size"));
+  CHECK_THROWS_WITH(parse(kBase, {"pretrain.copy_drill_tokens=1"}),
+                    Contains("pretrain.copy_drill_tokens"));
   CHECK_THROWS_WITH(parse(kBase, {"sft.copy_drills=10"}),
                     Contains("sft.copy_drills") && Contains("only pre-training"));
   CHECK_THROWS_WITH(parse(kBase, {"data.reading_sources=footnotes"}),
