@@ -135,11 +135,17 @@ class NameMaker {
   std::set<std::string> reserved_ = vocabulary_words();
 };
 
+// How many of an entity's `attributes` facts a split asks (questions_per_entity; 0: all).
+std::size_t facts_asked_per_entity(int questions_per_entity, std::size_t attributes) {
+  return questions_per_entity > 0
+             ? std::min<std::size_t>(attributes, static_cast<std::size_t>(questions_per_entity))
+             : attributes;
+}
+
 // Entities per topic so a split of `count` questions can ask distinct facts, `asked` per entity
 // (0: all of them), plus a few spare entities so every question has same-attribute distractors.
 std::size_t entities_per_topic(int count, std::size_t topics, std::size_t attributes, int asked) {
-  const std::size_t per_entity =
-      asked > 0 ? std::min<std::size_t>(attributes, static_cast<std::size_t>(asked)) : attributes;
+  const std::size_t per_entity = facts_asked_per_entity(asked, attributes);
   const std::size_t per_topic = (static_cast<std::size_t>(count) + topics - 1) / topics;
   return std::max<std::size_t>(4, (per_topic + per_entity - 1) / per_entity + 3);
 }
@@ -360,10 +366,10 @@ SynthSplit make_split(const SynthConfig& config, const SplitWorld& world, int co
       const std::size_t attributes = world.topics[t]->attributes.size();
       std::vector<std::size_t> asked(attributes);
       for (std::size_t a = 0; a < attributes; ++a) asked[a] = a;
-      if (config.questions_per_entity > 0 &&
-          static_cast<std::size_t>(config.questions_per_entity) < attributes) {
+      const std::size_t kept = facts_asked_per_entity(config.questions_per_entity, attributes);
+      if (kept < attributes) {  // asking all draws nothing, so default worlds stay as they were
         shuffle_in_place(asked, rng);
-        asked.resize(static_cast<std::size_t>(config.questions_per_entity));
+        asked.resize(kept);
       }
       for (std::size_t a : asked) facts.push_back({t, e, a});
     }

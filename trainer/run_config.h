@@ -62,11 +62,12 @@ struct TrainSection {
   int max_examples = 0;      // 0 = all
   bool gradient_checkpointing = false;  // recompute decoder blocks in backward to save memory
   // Pre-training only: this many sequences of random tokens shown twice with a random gap, the
-  // loss on the repeat. They teach a model built from scratch to copy from its context
-  // (induction heads) in far fewer steps than text alone; reading documents builds on that.
+  // loss on the repeat, meant to teach a model built from scratch to copy from its context
+  // (induction heads), which reading documents needs. In the demo's budget they did not make
+  // the base read (experiments/demo_ablations.md).
   int copy_drills = 0;
-  // How many distinct token ids the drills draw from (a seeded random subset); 0 = all. A
-  // small set lets copying form after far fewer steps (scripts/copy_drill_reference.py).
+  // How many distinct token ids the drills draw from (a seeded random subset); 0 = all. With a
+  // small set the reference learns the drills far sooner (scripts/copy_drill_reference.py).
   int copy_drill_tokens = 0;
 };
 
