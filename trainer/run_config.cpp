@@ -453,6 +453,8 @@ void validate(RunConfig& c) {
           "pre-training is for a model built by the run (model.build)");
   validate_train(c.sft, f, "sft.");
   require(c.sft.copy_drills == 0, f, "sft.copy_drills", "only pre-training uses copy drills");
+  require(c.sft.copy_drill_tokens == 0, f, "sft.copy_drill_tokens",
+          "only pre-training uses copy drills");
   const auto& p = c.ppo;
   require(p.iterations >= 1, f, "ppo.iterations", "must be >= 1");
   require(p.batch_size >= 1, f, "ppo.batch_size", "must be >= 1");

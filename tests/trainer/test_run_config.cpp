@@ -76,6 +76,8 @@ TEST_CASE("config errors name the file, line and key path", "[trainer][config][e
                     Contains("pretrain.copy_drill_tokens"));
   CHECK_THROWS_WITH(parse(kBase, {"sft.copy_drills=10"}),
                     Contains("sft.copy_drills") && Contains("only pre-training"));
+  CHECK_THROWS_WITH(parse(kBase, {"sft.copy_drill_tokens=64"}),
+                    Contains("sft.copy_drill_tokens") && Contains("only pre-training"));
   CHECK_THROWS_WITH(parse(kBase, {"data.reading_sources=footnotes"}),
                     Contains("data.reading_sources") && Contains("none or prose"));
   CHECK_THROWS_WITH(parse(kBase + "sft: {epochs: 1\n"), Contains("c.yaml") && Contains("line"));
