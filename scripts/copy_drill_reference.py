@@ -21,9 +21,10 @@ import math
 import random
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
 
-VOCAB, FIRST_ID, BOS, PAD = 1024, 3, 1, 2
+from demo_llama import BOS, VOCAB, demo_llama
+
+FIRST_ID, PAD = 3, 2
 
 
 def drill(rng, top=VOCAB):
@@ -46,18 +47,7 @@ def main():
     torch.manual_seed(args.seed)
     torch.set_num_threads(2)
     rng = random.Random(args.seed)
-    config = LlamaConfig(vocab_size=VOCAB, hidden_size=128, intermediate_size=344,
-                         num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=384, rope_theta=10000.0, rms_norm_eps=1e-5,
-                         tie_word_embeddings=True, bos_token_id=BOS, eos_token_id=PAD,
-                         attn_implementation="eager")
-    model = LlamaForCausalLM(config)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.fill_(1.0)
-            else:
-                p.normal_(0.0, 0.02)
+    model = demo_llama(max_positions=384, attn_implementation="eager")
     steps = math.ceil(args.drills / args.batch)
     warmup = math.ceil(0.05 * steps)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8,

@@ -42,7 +42,8 @@ import time
 
 import sentencepiece as spm
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+
+from demo_llama import BOS, EOS, VOCAB, demo_llama
 
 INSTRUCTION = (
     "Answer the question using only the documents below; some of them may be irrelevant. "
@@ -53,7 +54,7 @@ SYLLABLES = ("ka lo mi ra ten vo sa bel dor fi nu pa ro si ta ul ven zi mar ko l
              "hal").split()
 CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 ENTITY = re.compile("^(" + "|".join(SYLLABLES) + ")+$")
-PAD, BOS, EOS, UNK, VOCAB = 0, 1, 2, 3, 1024
+PAD, UNK = 0, 3
 
 
 def render(example, key_last, instruction):
@@ -162,16 +163,7 @@ def main():
     mean_len = sum(len(p) + len(a) for p, a in train_ids) / len(train_ids)
     print(f"world in {work}; mean sequence {mean_len:.0f} tokens", flush=True)
 
-    # The demo's model.build and initialisation (scripts/copy_drill_reference.py).
-    config = LlamaConfig(vocab_size=VOCAB, hidden_size=128, intermediate_size=344,
-                         num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=512, rope_theta=10000.0, rms_norm_eps=1e-5,
-                         tie_word_embeddings=True, bos_token_id=BOS, eos_token_id=EOS,
-                         attn_implementation="sdpa")
-    model = LlamaForCausalLM(config)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            p.fill_(1.0) if "norm" in name else p.normal_(0.0, 0.02)
+    model = demo_llama(max_positions=512, attn_implementation="sdpa")
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
 
     def collate(items):
