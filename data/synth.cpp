@@ -142,15 +142,17 @@ std::size_t facts_asked_per_entity(int questions_per_entity, std::size_t attribu
              : attributes;
 }
 
-// Entities per topic so a split of `count` questions can ask distinct facts, `asked` per entity
-// (0: all of them), plus a few spare entities so every question has same-attribute distractors.
-std::size_t entities_per_topic(int count, std::size_t topics, std::size_t attributes, int asked) {
-  const std::size_t per_entity = facts_asked_per_entity(asked, attributes);
+// Entities per topic so a split of `count` questions can ask distinct facts, as many per entity
+// as facts_asked_per_entity allows, plus a few spare entities so every question has
+// same-attribute distractors.
+std::size_t entities_per_topic(int count, std::size_t topics, std::size_t attributes,
+                               int questions_per_entity) {
+  const std::size_t per_entity = facts_asked_per_entity(questions_per_entity, attributes);
   const std::size_t per_topic = (static_cast<std::size_t>(count) + topics - 1) / topics;
   return std::max<std::size_t>(4, (per_topic + per_entity - 1) / per_entity + 3);
 }
 
-SplitWorld make_split_world(const std::string& name, bool ood, int count, int asked,
+SplitWorld make_split_world(const std::string& name, bool ood, int count, int questions_per_entity,
                             const std::vector<std::string>& topic_names, NameMaker& names,
                             Rng& world_rng) {
   SplitWorld world;
@@ -159,8 +161,8 @@ SplitWorld make_split_world(const std::string& name, bool ood, int count, int as
   for (const std::string& topic_name : topic_names) {
     const SynthTopic* topic = find_synth_topic(topic_name);
     world.topics.push_back(topic);
-    std::vector<Entity> entities(
-        entities_per_topic(count, topic_names.size(), topic->attributes.size(), asked));
+    std::vector<Entity> entities(entities_per_topic(
+        count, topic_names.size(), topic->attributes.size(), questions_per_entity));
     for (Entity& entity : entities) {
       entity.name = names.entity();
       for (const SynthAttribute& attribute : topic->attributes)
