@@ -38,6 +38,24 @@ double f1_score(double precision, double recall) {
   return precision + recall > 0 ? 2 * precision * recall / (precision + recall) : 0.0;
 }
 
+ChanceReference chance_reference(int cited, int sources, int relevant) {
+  const int k = std::min(cited, sources), n = sources, r = relevant;
+  if (k <= 0) {
+    double value = r == 0 ? 1.0 : 0.0;
+    return {value, value, value, value};
+  }
+  if (r == 0) return {0.0, 0.0, 0.0, 0.0};
+  ChanceReference c;
+  c.precision = static_cast<double>(r) / n;
+  c.recall = static_cast<double>(k) / n;
+  c.f1 = 2.0 * k * r / (static_cast<double>(n) * (k + r));
+  // Every cited document relevant: C(r, k) / C(n, k) = prod_{i<k} (r - i) / (n - i).
+  double all_relevant = 1.0;
+  for (int i = 0; i < k; ++i) all_relevant *= i < r ? static_cast<double>(r - i) / (n - i) : 0.0;
+  c.source_quality = all_relevant;
+  return c;
+}
+
 namespace {
 
 // Length in bytes of the whitespace character starting at `s[i]`, 0 if there is none.
@@ -169,6 +187,14 @@ AnswerMetrics score_answer(const Example& example, const std::string& answer,
   m.answer_length = count_words(answer);
   m.source_quality = source_quality(example, parsed, invalid);
   m.format_quality = format_quality(answer, parsed, static_cast<int>(relevant.size()));
+  auto chance =
+      chance_reference(m.distinct_citations + m.invalid_citations,
+                       static_cast<int>(example.sources.size()), static_cast<int>(relevant.size()));
+  m.chance_precision = chance.precision;
+  m.chance_recall = chance.recall;
+  m.chance_f1 = chance.f1;
+  m.chance_reward = (chance.precision + chance.recall) / 2;
+  m.chance_source_quality = chance.source_quality;
   if (reference) {
     ParsedCitations ref = parse_citations(*reference, example.sources, example.citation_style);
     int shared = 0;
@@ -192,6 +218,11 @@ std::vector<std::pair<std::string, double>> named_values(const AnswerMetrics& m)
       {"invalid_citations", m.invalid_citations},
       {"source_quality", m.source_quality},
       {"format_quality", m.format_quality},
+      {"chance_precision", m.chance_precision},
+      {"chance_recall", m.chance_recall},
+      {"chance_f1", m.chance_f1},
+      {"chance_reward", m.chance_reward},
+      {"chance_source_quality", m.chance_source_quality},
   };
   if (m.overlap_precision) out.emplace_back("overlap_precision", *m.overlap_precision);
   if (m.overlap_recall) out.emplace_back("overlap_recall", *m.overlap_recall);

@@ -37,6 +37,15 @@ struct AnswerMetrics {
   int invalid_citations = 0;
   double source_quality = 0;  // 0 or 1
   double format_quality = 0;  // share of sentences ending in a well-formed citation
+  // The chance reference: the expected value of each citation metric for an answer that cites
+  // as many distinct documents (valid or invalid ones, at most all of them) as this one, drawn
+  // uniformly at random from the example's sources. A gain over it is evidence location; a
+  // gain that moves it too is a change in how many documents are cited.
+  double chance_precision = 0;
+  double chance_recall = 0;
+  double chance_f1 = 0;
+  double chance_reward = 0;
+  double chance_source_quality = 0;
   // Against a reference answer's valid citations, when one is given.
   std::optional<double> overlap_precision;
   std::optional<double> overlap_recall;
@@ -44,8 +53,9 @@ struct AnswerMetrics {
 
 // The metrics by their report names, in report order ("precision", "recall", "f1", "reward",
 // "answer_length", "distinct_citations", "invalid_citations", "source_quality",
-// "format_quality", then "overlap_precision" and "overlap_recall" when present). One list, so
-// per-example files, summaries and tables all name and order them the same way.
+// "format_quality", "chance_precision", "chance_recall", "chance_f1", "chance_reward",
+// "chance_source_quality", then "overlap_precision" and "overlap_recall" when present). One list,
+// so per-example files, summaries and tables all name and order them the same way.
 std::vector<std::pair<std::string, double>> named_values(const AnswerMetrics& metrics);
 
 // Scores `answer` for `example` (its sources, labels and citation style). With `reference`,
@@ -62,6 +72,16 @@ struct PrecisionRecall {
 };
 PrecisionRecall precision_recall(int cited_relevant, int cited, int invalid, int relevant);
 double f1_score(double precision, double recall);
+
+// The expected precision, recall, F1 and source quality of citing `cited` distinct documents
+// drawn uniformly without replacement from `sources` documents of which `relevant` are
+// relevant (`cited` is clipped to `sources`), under the same edge cases as precision_recall.
+// Exact, not sampled: the hits follow a hypergeometric law, and precision (h / k), recall
+// (h / r) and F1 (2h / (k + r)) are all linear in the hits h.
+struct ChanceReference {
+  double precision = 0, recall = 0, f1 = 0, source_quality = 0;
+};
+ChanceReference chance_reference(int cited, int sources, int relevant);
 
 // Words of `text`, splitting on ASCII and Unicode whitespace (NBSP, thin space, ...).
 int count_words(const std::string& text);

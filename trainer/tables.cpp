@@ -41,6 +41,11 @@ std::string percent_with_interval(const rewards::Aggregate& a) {
          fixed(100 * a.ci_high, 1) + "]";
 }
 
+// "20.0": a rate as percent without an interval (the chance references).
+std::string percent(const rewards::Aggregate& a) {
+  return std::isnan(a.mean) ? "–" : fixed(100 * a.mean, 1);
+}
+
 std::string count_cell(const ResultRecord* record) {
   if (!record || record->metrics.empty()) return "–";
   return std::to_string(record->metrics.front().second.count);
@@ -167,29 +172,32 @@ std::vector<CorrelationRow> correlations(const RunSummary& run) {
 
 TextTable table2_markdown_table(const std::vector<RunSummary>& runs, const std::string& test_set) {
   TextTable table;
-  table.header = header_with_model(runs, {"Tuning", "Epoch", "F1", "Precision", "Recall",
-                                          "Answer Length", "Cited Distinct", "n"});
-  table.numeric = numeric_columns(runs, {false, true, true, true, true, true, true, true});
+  table.header =
+      header_with_model(runs, {"Tuning", "Epoch", "F1", "F1 chance", "Precision", "P chance",
+                               "Recall", "R chance", "Answer Length", "Cited Distinct", "n"});
+  table.numeric =
+      numeric_columns(runs, {false, true, true, true, true, true, true, true, true, true, true});
   for (const auto& run : runs) {
     if (!evaluated_on(run, test_set)) continue;
     for (const auto& s : run.selections) {
       const ResultRecord* r = find_result(run.results, s.setting, s.epoch, test_set);
-      table.rows.push_back(
-          with_model(runs, run,
-                     {stage_title(s.setting), std::to_string(s.epoch),
-                      percent_with_interval(metric_of(r, "f1")),
-                      percent_with_interval(metric_of(r, "precision")),
-                      percent_with_interval(metric_of(r, "recall")),
-                      fixed(metric_of(r, "answer_length").mean, 1),
-                      fixed(metric_of(r, "distinct_citations").mean, 2), count_cell(r)}));
+      table.rows.push_back(with_model(
+          runs, run,
+          {stage_title(s.setting), std::to_string(s.epoch),
+           percent_with_interval(metric_of(r, "f1")), percent(metric_of(r, "chance_f1")),
+           percent_with_interval(metric_of(r, "precision")),
+           percent(metric_of(r, "chance_precision")), percent_with_interval(metric_of(r, "recall")),
+           percent(metric_of(r, "chance_recall")), fixed(metric_of(r, "answer_length").mean, 1),
+           fixed(metric_of(r, "distinct_citations").mean, 2), count_cell(r)}));
     }
   }
   return table;
 }
 
 TextTable table2_csv_table(const std::vector<RunSummary>& runs, const std::string& test_set) {
-  const std::vector<std::string> metrics = {"f1", "precision", "recall", "answer_length",
-                                            "distinct_citations"};
+  const std::vector<std::string> metrics = {
+      "f1",        "precision",        "recall",       "answer_length", "distinct_citations",
+      "chance_f1", "chance_precision", "chance_recall"};
   TextTable table;
   table.header = {"model", "setting", "epoch", "checkpoint", "test_set", "count"};
   for (const auto& m : metrics)
@@ -313,7 +321,9 @@ std::string tables_markdown(const std::vector<RunSummary>& runs) {
     if (auto note = selection_note(run); !note.empty()) out += note + "\n";
   out +=
       "F1, precision and recall in percent with their 95% bootstrap interval; answer length "
-      "in words; cited distinct = distinct valid sources cited.\n\n";
+      "in words; cited distinct = distinct valid sources cited. The chance columns are what "
+      "citing as many documents drawn at random from each prompt scores: a gain that moves the "
+      "chance column as much is a change in how many documents are cited, not in which.\n\n";
   out += table2_markdown(runs);
   out += "\n## Table 1: source quality (%)\n\n" + to_markdown(table1_markdown_table(runs));
   out += "\n## Table 3: Pearson correlation between test sets across all checkpoints\n\n" +

@@ -1,4 +1,8 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <numeric>
+#include <random>
+#include <tuple>
 
 #include "common/error.h"
 #include "rewards/metrics.h"
@@ -208,14 +212,15 @@ TEST_CASE("named_values lists every metric once, in report order", "[metrics]") 
   auto values = named_values(m);
   std::vector<std::string> names;
   for (const auto& [name, value] : values) names.push_back(name);
-  CHECK(names == std::vector<std::string>{"precision", "recall", "f1", "reward", "answer_length",
-                                          "distinct_citations", "invalid_citations",
-                                          "source_quality", "format_quality"});
+  CHECK(names == std::vector<std::string>{
+                     "precision", "recall", "f1", "reward", "answer_length", "distinct_citations",
+                     "invalid_citations", "source_quality", "format_quality", "chance_precision",
+                     "chance_recall", "chance_f1", "chance_reward", "chance_source_quality"});
   CHECK(values[0].second == 0.25);
   CHECK(values[4].second == 7);
   m.overlap_precision = 0.5;
   m.overlap_recall = 1;
-  CHECK(named_values(m).size() == 11);
+  CHECK(named_values(m).size() == 16);
 }
 
 TEST_CASE("invalid_citations option parses and names its origin on error", "[metrics]") {
@@ -224,4 +229,53 @@ TEST_CASE("invalid_citations option parses and names its origin on error", "[met
   CHECK(std::string(to_string(InvalidCitations::ignore)) == "ignore");
   CHECK_THROWS_WITH(parse_invalid_citations("drop", "--invalid-citations"),
                     "--invalid-citations: expected 'penalize' or 'ignore', got 'drop'");
+}
+
+TEST_CASE("the chance reference equals citing as many documents at random", "[metrics][chance]") {
+  // Exact expectations against a simulation of the random citer through the real formulas.
+  std::mt19937 rng(7);
+  for (auto [k, n, r] : std::vector<std::tuple<int, int, int>>{{1, 5, 1},
+                                                               {2, 5, 1},
+                                                               {3, 5, 2},
+                                                               {5, 5, 2},
+                                                               {2, 10, 3},
+                                                               {4, 6, 0},
+                                                               {0, 5, 2},
+                                                               {7, 5, 2}}) {
+    INFO("k " << k << " n " << n << " r " << r);
+    const int draws = 40000;
+    double p = 0, rc = 0, f1 = 0, sq = 0;
+    std::vector<int> docs(n);
+    std::iota(docs.begin(), docs.end(), 0);  // documents 0..r-1 are the relevant ones
+    for (int d = 0; d < draws; ++d) {
+      std::shuffle(docs.begin(), docs.end(), rng);
+      int cited = std::min(k, n), hits = 0;
+      for (int i = 0; i < cited; ++i) hits += docs[i] < r ? 1 : 0;
+      auto pr = precision_recall(hits, cited, 0, r);
+      p += pr.precision;
+      rc += pr.recall;
+      f1 += f1_score(pr.precision, pr.recall);
+      sq += cited == 0 ? (r == 0) : (hits == cited ? 1 : 0);
+    }
+    auto c = chance_reference(k, n, r);
+    CHECK(c.precision == Approx(p / draws).margin(0.01));
+    CHECK(c.recall == Approx(rc / draws).margin(0.01));
+    CHECK(c.f1 == Approx(f1 / draws).margin(0.01));
+    CHECK(c.source_quality == Approx(sq / draws).margin(0.01));
+  }
+}
+
+TEST_CASE("every scored answer carries its chance reference", "[metrics][chance]") {
+  auto e = numeric_example({Rel, Irr, Seem, Irr, Irr});
+  auto m = score_answer(e, "A [1][2].");
+  CHECK(m.chance_precision == Approx(0.2));
+  CHECK(m.chance_recall == Approx(0.4));
+  CHECK(m.chance_f1 == Approx(2.0 * 2 * 1 / (5.0 * 3)));
+  CHECK(m.chance_reward == Approx(0.3));
+  CHECK(m.chance_source_quality == Approx(0.0));  // two documents, only one relevant
+  // An invalid citation counts as one more document cited at random.
+  CHECK(score_answer(e, "A [1][9].").chance_recall == Approx(0.4));
+  auto none = score_answer(e, "No citations.");
+  CHECK(none.chance_precision == 0);
+  CHECK(none.chance_f1 == 0);
 }

@@ -79,7 +79,9 @@ TEST_CASE("score --answers writes per_example.jsonl and summary.json", "[score]"
   for (const auto& [key, value] : rows[0].items()) keys.push_back(key);
   CHECK(keys == std::vector<std::string>{"id", "precision", "recall", "f1", "reward",
                                          "answer_length", "distinct_citations", "invalid_citations",
-                                         "source_quality", "format_quality"});
+                                         "source_quality", "format_quality",
+                                         "chance_precision", "chance_recall", "chance_f1",
+                                         "chance_reward", "chance_source_quality"});
 
   json summary = json::parse(read_file(out + "/summary.json"));
   CHECK(summary["precision"]["mean"].get<double>() == Approx(1.0 / 6));
@@ -89,7 +91,7 @@ TEST_CASE("score --answers writes per_example.jsonl and summary.json", "[score]"
   CHECK(summary["precision"]["ci_low"].get<double>() <= summary["precision"]["mean"].get<double>());
   CHECK(summary["precision"]["ci_high"].get<double>() >=
         summary["precision"]["mean"].get<double>());
-  CHECK(summary.size() == 9);
+  CHECK(summary.size() == 14);
 }
 
 TEST_CASE("score --invalid-citations ignore drops I from the formulas", "[score]") {
@@ -123,7 +125,7 @@ TEST_CASE("score --reference scores a named reference, --overlap-reference adds 
   json summary = json::parse(read_file(out + "/summary.json"));
   CHECK(summary["reward"]["mean"] == 1);
   CHECK(summary["reward"]["ci_low"] == 1);
-  CHECK(summary.size() == 11);
+  CHECK(summary.size() == 16);
 }
 
 TEST_CASE("score: bad input is a one-line error", "[score]") {
