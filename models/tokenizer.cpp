@@ -5,21 +5,47 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "models/bpe_tokenizer.h"
 
 namespace citeforge::models {
 
-Tokenizer::Tokenizer(const std::string& model_path)
-    : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()), path_(model_path) {
-  if (!std::filesystem::exists(model_path)) fail_at(model_path, "", "tokenizer model not found");
-  auto status = sp_->Load(model_path);
-  if (!status.ok()) fail_at(model_path, "", "not a SentencePiece model: " + status.ToString());
+namespace fs = std::filesystem;
+
+std::string find_tokenizer(const std::string& model_dir) {
+  for (const char* name : {"tokenizer.model", "tokenizer.json"})
+    if (fs::exists(fs::path(model_dir) / name)) return (fs::path(model_dir) / name).string();
+  fail_at(model_dir, "", "no tokenizer.model or tokenizer.json in the model directory");
 }
+
+Tokenizer::Tokenizer(const std::string& path) : path_(path) {
+  if (!fs::exists(path)) fail_at(path, "", "tokenizer not found");
+  if (fs::is_directory(path)) path_ = find_tokenizer(path);
+  if (path_.size() >= 5 && path_.compare(path_.size() - 5, 5, ".json") == 0) {
+    bpe_ = std::make_unique<BpeTokenizer>(read_tokenizer_json(path_), path_);
+    return;
+  }
+  sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
+  auto status = sp_->Load(path_);
+  if (!status.ok()) fail_at(path_, "", "not a SentencePiece model: " + status.ToString());
+}
+
+Tokenizer::Tokenizer(BpeVocabulary vocabulary, const std::string& origin)
+    : bpe_(std::make_unique<BpeTokenizer>(std::move(vocabulary), origin)), path_(origin) {}
 
 Tokenizer::~Tokenizer() = default;
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 
-std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_bos, bool add_eos) const {
+std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_bos, bool add_eos,
+                                       bool parse_special) const {
+  if (bpe_) {
+    std::vector<int64_t> out;
+    if (add_bos && bos_id() >= 0) out.push_back(bos_id());
+    auto ids = bpe_->encode(text, parse_special);
+    out.insert(out.end(), ids.begin(), ids.end());
+    if (add_eos && eos_id() >= 0) out.push_back(eos_id());
+    return out;
+  }
   std::vector<int> ids;
   auto status = sp_->Encode(text, &ids);
   if (!status.ok()) throw Error(path_ + ": encode failed: " + status.ToString());
@@ -32,6 +58,7 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_bos, bo
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+  if (bpe_) return bpe_->decode(ids);
   std::vector<int> narrow;
   narrow.reserve(ids.size());
   for (int64_t id : ids)
@@ -43,19 +70,31 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
 }
 
 std::string Tokenizer::piece(int64_t id) const {
+  if (bpe_) return bpe_->piece(id);
   return sp_->IdToPiece(static_cast<int>(id));
 }
 int64_t Tokenizer::vocab_size() const {
-  return sp_->GetPieceSize();
+  return bpe_ ? bpe_->vocab_size() : sp_->GetPieceSize();
 }
 int64_t Tokenizer::bos_id() const {
-  return sp_->bos_id();
+  return bpe_ ? bpe_->vocabulary().bos_id : sp_->bos_id();
 }
 int64_t Tokenizer::eos_id() const {
-  return sp_->eos_id();
+  return bpe_ ? bpe_->vocabulary().eos_id : sp_->eos_id();
 }
 int64_t Tokenizer::pad_id() const {
-  return sp_->pad_id();
+  return bpe_ ? bpe_->vocabulary().pad_id : sp_->pad_id();
+}
+bool Tokenizer::adds_bos() const {
+  return bpe_ ? bpe_->vocabulary().add_bos : true;
+}
+std::string Tokenizer::kind() const {
+  return bpe_ ? "bpe" : "sentencepiece";
+}
+int64_t Tokenizer::special_token_id(const std::string& text) const {
+  if (bpe_) return bpe_->added_token_id(text);
+  int id = sp_->PieceToId(text);
+  return id >= 0 && sp_->IsControl(id) ? id : -1;
 }
 
 namespace {
@@ -70,6 +109,22 @@ const std::vector<ChatTemplate>& templates() {
       {"mistral", "<bos>[INST] {user} [/INST]", "<bos>[INST] {system}\n\n{user} [/INST]", "<eos>"},
       {"zephyr", "<bos><|user|>\n{user}<eos>\n<|assistant|>\n",
        "<bos><|system|>\n{system}<eos>\n<|user|>\n{user}<eos>\n<|assistant|>\n", "<eos>"},
+      // ChatML: every turn is <|im_start|>role\n...<|im_end|>\n; an answer ends at <|im_end|>.
+      {"chatml",
+       "<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n",
+       "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+       "<|im_start|>assistant\n",
+       "<|im_end|>",
+       {"<|im_start|>", "<|im_end|>"}},
+      // SmolLM2-Instruct's own template: ChatML that puts this system line first when the
+      // conversation has none.
+      {"smollm2",
+       "",
+       "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+       "<|im_start|>assistant\n",
+       "<|im_end|>",
+       {"<|im_start|>", "<|im_end|>"},
+       "You are a helpful AI assistant named SmolLM, trained by Hugging Face"},
   };
   return all;
 }
@@ -80,15 +135,33 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
     text.replace(pos, from.size(), to);
 }
 
-// Encodes text with <bos>/<eos> markers into ids. Markers are found before the user text is
-// substituted, so a literal "<eos>" typed by a user stays text.
-std::vector<int64_t> encode_marked(const Tokenizer& tokenizer, const std::string& pattern,
-                                   const std::string& system, const std::string& user) {
+// The id a template marker stands for; a tokenizer without it cannot use the template.
+int64_t marker_id(const Tokenizer& tokenizer, const ChatTemplate& tmpl, const std::string& marker) {
+  int64_t id = marker == "<bos>"   ? tokenizer.bos_id()
+               : marker == "<eos>" ? tokenizer.eos_id()
+                                   : tokenizer.special_token_id(marker);
+  if (id < 0)
+    fail_at(tokenizer.path(), "",
+            "chat format '" + tmpl.name + "' needs the special token " + marker +
+                ", which this tokenizer does not have (choose a chat format of this model)");
+  return id;
+}
+
+// Encodes a pattern with markers into ids. Markers are found before the user text is
+// substituted, and the text is encoded without special-token parsing, so a literal "<eos>" or
+// "<|im_end|>" typed by a user or found in a document stays text.
+std::vector<int64_t> encode_marked(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
+                                   const std::string& pattern, const std::string& system,
+                                   const std::string& user) {
+  std::vector<std::string> markers = {"<bos>", "<eos>"};
+  markers.insert(markers.end(), tmpl.specials.begin(), tmpl.specials.end());
   std::vector<int64_t> out;
   size_t pos = 0;
   while (pos < pattern.size()) {
-    size_t bos = pattern.find("<bos>", pos), eos = pattern.find("<eos>", pos);
-    size_t next = std::min(bos, eos);
+    size_t next = std::string::npos;
+    const std::string* marker = nullptr;
+    for (const auto& m : markers)
+      if (size_t at = pattern.find(m, pos); at < next) next = at, marker = &m;
     std::string chunk =
         pattern.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
     if (!chunk.empty()) {
@@ -98,8 +171,8 @@ std::vector<int64_t> encode_marked(const Tokenizer& tokenizer, const std::string
       out.insert(out.end(), ids.begin(), ids.end());
     }
     if (next == std::string::npos) break;
-    out.push_back(next == bos ? tokenizer.bos_id() : tokenizer.eos_id());
-    pos = next + 5;
+    out.push_back(marker_id(tokenizer, tmpl, *marker));
+    pos = next + marker->size();
   }
   return out;
 }
@@ -122,13 +195,15 @@ std::vector<std::string> chat_template_names() {
 
 std::vector<int64_t> encode_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
                                         const std::string& user, const std::string& system) {
-  return encode_marked(tokenizer, system.empty() ? tmpl.prompt : tmpl.prompt_with_system, system,
-                       user);
+  if (system.empty() && !tmpl.default_system.empty())
+    return encode_marked(tokenizer, tmpl, tmpl.prompt_with_system, tmpl.default_system, user);
+  return encode_marked(tokenizer, tmpl, system.empty() ? tmpl.prompt : tmpl.prompt_with_system,
+                       system, user);
 }
 
 std::vector<int64_t> encode_chat_answer(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
                                         const std::string& answer) {
-  return encode_marked(tokenizer, "{user}" + tmpl.answer_suffix, "", answer);
+  return encode_marked(tokenizer, tmpl, "{user}" + tmpl.answer_suffix, "", answer);
 }
 
 }  // namespace citeforge::models

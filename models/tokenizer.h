@@ -1,5 +1,7 @@
-// The SentencePiece tokenizer of Llama/Mistral checkpoints (`tokenizer.model`), and chat
-// templates that wrap a user message the way each model family was fine-tuned to see it.
+// The tokenizer of a model, whichever kind its checkpoint ships: SentencePiece (Llama 2 /
+// Mistral `tokenizer.model`) or byte-level BPE (HF `tokenizer.json`, or a GGUF's vocabulary; see
+// models/bpe_tokenizer.h), behind one interface; and the chat templates that wrap a user message
+// the way each model family was fine-tuned to see it.
 #pragma once
 
 #include <memory>
@@ -12,16 +14,29 @@ class SentencePieceProcessor;
 
 namespace citeforge::models {
 
+class BpeTokenizer;
+struct BpeVocabulary;
+
+// The tokenizer file of a model directory: tokenizer.model when there is one (SentencePiece),
+// else tokenizer.json; neither is an Error naming the directory.
+std::string find_tokenizer(const std::string& model_dir);
+
 class Tokenizer {
  public:
-  // Loads a SentencePiece model file; a missing or invalid file is an Error naming it.
-  explicit Tokenizer(const std::string& model_path);
+  // Loads a SentencePiece `.model` file, an HF `tokenizer.json`, or the tokenizer of a model
+  // directory (find_tokenizer); a missing or invalid file is an Error naming it.
+  explicit Tokenizer(const std::string& path);
+  // A byte-level BPE from its definition (e.g. read from a GGUF file); `origin` names the source.
+  Tokenizer(BpeVocabulary vocabulary, const std::string& origin);
   ~Tokenizer();
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
 
-  std::vector<int64_t> encode(const std::string& text, bool add_bos = false,
-                              bool add_eos = false) const;
+  // `parse_special`: special tokens written in the text (e.g. "<|im_start|>") become their
+  // ids, as HF's encode does by default. Off by default, so user and document text can never
+  // smuggle control tokens into a prompt; SentencePiece never parses them.
+  std::vector<int64_t> encode(const std::string& text, bool add_bos = false, bool add_eos = false,
+                              bool parse_special = false) const;
   std::string decode(const std::vector<int64_t>& ids) const;
   // The text of one piece as it appears inside a decoded string (byte pieces become bytes).
   std::string piece(int64_t id) const;
@@ -30,29 +45,45 @@ class Tokenizer {
   int64_t bos_id() const;
   int64_t eos_id() const;
   int64_t pad_id() const;  // -1 when the model defines none
+  // Whether a plain (non-chat) prompt starts with BOS for this model: always for
+  // SentencePiece Llama/Mistral, as the tokenizer's config says for BPE.
+  bool adds_bos() const;
+  // The id of a special (control) token by its text, or -1 when the tokenizer has none.
+  int64_t special_token_id(const std::string& text) const;
   const std::string& path() const { return path_; }
+  // "sentencepiece" or "bpe".
+  std::string kind() const;
+  // The byte-level BPE behind this tokenizer, or null for SentencePiece.
+  const BpeTokenizer* bpe() const { return bpe_.get(); }
 
  private:
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;  // exactly one of these two
+  std::unique_ptr<BpeTokenizer> bpe_;
   std::string path_;
 };
 
 // A chat format as data: `prompt` is the text around the user message, with the markers
-// {system} and {user}, and <bos> / <eos> for the special tokens; `answer_suffix` closes an
-// assistant turn in training data.
+// {system} and {user}, <bos> / <eos> for the tokenizer's BOS and EOS, and the strings in
+// `specials` for special tokens by name; `answer_suffix` closes an assistant turn in training
+// data.
 struct ChatTemplate {
   std::string name;
   std::string prompt;              // used when there is no system message
   std::string prompt_with_system;  // used when there is one
   std::string answer_suffix;
+  std::vector<std::string> specials = {};  // e.g. "<|im_start|>": must be special tokens
+  std::string default_system = {};         // the system message the model's own template adds
 };
 
-// The built-in formats: "llama2", "mistral", "zephyr", "plain". Unknown names are an Error.
+// The built-in formats: "llama2", "mistral", "zephyr", "plain", "chatml" (no default system
+// line) and "smollm2" (ChatML with the system line SmolLM2's template adds when the user gives
+// none). Unknown names are an Error.
 const ChatTemplate& chat_template(const std::string& name);
 std::vector<std::string> chat_template_names();
 
 // Token ids of the prompt for `user` (and optional `system`) under `tmpl`. Text between special
 // tokens is encoded chunk by chunk, each with SentencePiece's dummy prefix (HF's legacy mode).
+// A template special token the tokenizer lacks is an Error naming both.
 std::vector<int64_t> encode_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
                                         const std::string& user, const std::string& system = "");
 // Token ids of an assistant answer followed by the template's answer suffix.

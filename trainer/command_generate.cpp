@@ -8,6 +8,7 @@
 #include "common/file_io.h"
 #include "models/checkpoint_io.h"
 #include "models/generate.h"
+#include "models/gguf_import.h"
 #include "models/peft_adapter.h"
 #include "models/safetensors.h"
 #include "models/tokenizer.h"
@@ -23,7 +24,11 @@ int command_generate(const Args& raw) {
                  "temperature", "top-p", "seed", "chat", "system", "device", "stop", "logits-out"},
                 {"greedy"});
   namespace fs = std::filesystem;
-  const std::string model_dir = args.require("model");
+  std::string model_dir = args.require("model");
+  if (models::is_gguf_path(model_dir))
+    model_dir = models::gguf_model_dir(model_dir, [](const std::string& line) {
+      std::fprintf(stderr, "[generate] %s\n", line.c_str());
+    });
   if (args.has("prompt") == args.has("prompt-file"))
     throw Error("give exactly one of --prompt and --prompt-file");
   if (args.has("greedy") && (args.has("temperature") || args.has("top-p") || args.has("seed")))
@@ -45,8 +50,7 @@ int command_generate(const Args& raw) {
     std::fprintf(stderr, "[generate] adapter %s: r %lld on %zu layers\n", adapter->c_str(),
                  (long long)loaded.config.spec.r, loaded.adapted.size());
   }
-  models::Tokenizer tokenizer(
-      args.get_or("tokenizer", (fs::path(model_dir) / "tokenizer.model").string()));
+  models::Tokenizer tokenizer(args.get_or("tokenizer", models::find_tokenizer(model_dir)));
   if (tokenizer.vocab_size() > model->config.vocab_size)
     throw Error(tokenizer.path() + ": tokenizer has " + std::to_string(tokenizer.vocab_size()) +
                 " pieces but the model only " + std::to_string(model->config.vocab_size));
@@ -56,7 +60,7 @@ int command_generate(const Args& raw) {
     ids = models::encode_chat_prompt(tokenizer, models::chat_template(*chat), prompt,
                                      args.get_or("system", ""));
   else
-    ids = tokenizer.encode(prompt, /*add_bos=*/true);
+    ids = tokenizer.encode(prompt, tokenizer.adds_bos());
 
   // For cross-checks against other implementations (scripts/check_peft_export.py): the prompt's
   // ids and the logits of one forward pass over it, in fp32.

@@ -16,6 +16,8 @@ int command_run(const Args& args);
 int command_export(const Args& args);
 int command_tables(const Args& args);
 int command_launch(const Args& args);
+int command_import(const Args& args);
+int command_tokenize(const Args& args);
 
 // An adapter directory (a checkpoint, whose checksums are verified first, or a peft export)
 // that holds adapter_model.safetensors; returns `dir`.

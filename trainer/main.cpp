@@ -23,8 +23,9 @@ const std::map<std::string, Command>& commands() {
   static const std::map<std::string, Command> table = {
       {"generate",
        {command_generate, "decode a continuation with a model (and adapter)",
-        "citeforge generate --model DIR [--adapter DIR] (--prompt TEXT | --prompt-file F)\n"
-        "    [--tokenizer F] [--chat llama2|mistral|zephyr|plain [--system TEXT]]\n"
+        "citeforge generate --model DIR|FILE.gguf [--adapter DIR] (--prompt TEXT | --prompt-file "
+        "F)\n"
+        "    [--tokenizer F] [--chat llama2|mistral|zephyr|plain|chatml|smollm2 [--system TEXT]]\n"
         "    [--max-new-tokens N] [--greedy | --temperature T --top-p P --seed S] [--stop S]...\n"
         "    [--device cpu|cuda] [--logits-out F.safetensors]"}},
       {"score",
@@ -49,6 +50,13 @@ const std::map<std::string, Command>& commands() {
       {"export",
        {command_export, "export a checkpoint's adapter (peft) or a merged model",
         "citeforge export --checkpoint DIR --format peft|merged --out DIR [--model BASE_DIR]"}},
+      {"import",
+       {command_import, "import a GGUF checkpoint as an HF-layout model directory",
+        "citeforge import gguf FILE.gguf --out DIR"}},
+      {"tokenize",
+       {command_tokenize, "print the token ids of each line of standard input",
+        "citeforge tokenize (--model DIR|FILE.gguf | --tokenizer FILE) [--no-parse-special]\n"
+        "    [--pieces]"}},
       {"launch",
        {command_launch, "start N local ranks of a distributed command (like torchrun)",
         "citeforge launch --nproc N [--master-addr ADDR] [--master-port PORT] [--grace S] --\n"

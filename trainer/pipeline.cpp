@@ -11,6 +11,7 @@
 #include "data/synsciqa.h"
 #include "data/synth.h"
 #include "models/checkpoint_io.h"
+#include "models/gguf_import.h"
 #include "models/model_init.h"
 #include "models/tokenizer_train.h"
 #include "rewards/citations.h"
@@ -148,9 +149,18 @@ PretrainingData pretraining_sequences(const RunContext& run) {
   return data;
 }
 
+// A .gguf model is imported once into the cache (models/gguf_import.h) and read from there like
+// any HF directory; its tokenizer is the imported tokenizer.json.
+void import_gguf_base(RunContext& run) {
+  run.base_model_dir =
+      models::gguf_model_dir(run.config.model.path, [](const std::string& line) { say(line); });
+}
+
 void prepare_tokenizer(RunContext& run) {
   const auto& m = run.config.model;
   std::string path = m.tokenizer;
+  if (path.empty() && !run.base_model_dir.empty())
+    path = models::find_tokenizer(run.base_model_dir);
   if (m.tokenizer_vocab > 0) {
     path = run.path("base_model/tokenizer.model");
     if (!file_exists(path)) {
@@ -320,10 +330,14 @@ int run_pipeline(const RunConfig& config, const std::string& run_dir, DistRun* d
   // With several ranks, rank 0 makes what the run directory lacks and the others then read it.
   lead_first(run, "prepare data, tokenizer and base model", [&] {
     load_data(run);
+    if (models::is_gguf_path(config.model.path)) import_gguf_base(run);
     prepare_tokenizer(run);
     if (config.model.build_enabled) build_base_model(run);
   });
-  run.base_model_dir = config.model.build_enabled ? run.path("base_model") : config.model.path;
+  if (config.model.build_enabled)
+    run.base_model_dir = run.path("base_model");
+  else if (!models::is_gguf_path(config.model.path))
+    run.base_model_dir = config.model.path;
   load_policy(run);
   if (is_lead(run)) {
     models::AdaptersDisabled base(run.model);

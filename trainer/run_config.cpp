@@ -9,6 +9,8 @@
 #include "common/error.h"
 #include "common/file_io.h"
 #include "data/yaml_fields.h"
+#include "models/gguf_import.h"
+#include "models/tokenizer.h"
 
 namespace citeforge::trainer {
 namespace {
@@ -379,7 +381,12 @@ void validate(RunConfig& c) {
   // Model.
   require(c.model.path.empty() != !c.model.build_enabled, f, "model",
           "give exactly one of model.path (an HF model directory) or model.build");
-  if (!c.model.path.empty())
+  const bool gguf = models::is_gguf_path(c.model.path);
+  if (gguf)
+    require(file_exists(c.model.path), f, "model.path",
+            "GGUF file not found: '" + c.model.path + "'" +
+                (c.model.path.rfind("weights/", 0) == 0 ? " (scripts/setup.sh links it)" : ""));
+  else if (!c.model.path.empty())
     require(file_exists(c.model.path + "/config.json"), f, "model.path",
             "no config.json in '" + c.model.path + "'");
   if (c.model.build_enabled) {
@@ -394,8 +401,13 @@ void validate(RunConfig& c) {
         c.model.tokenizer_vocab > 0 || !c.model.tokenizer.empty(), f, "model.tokenizer_vocab",
         "a built model needs a tokenizer: set tokenizer_vocab (trained on the data) or tokenizer");
   }
-  if (c.model.tokenizer.empty() && c.model.tokenizer_vocab == 0)
+  // A model directory's own tokenizer (tokenizer.model, else tokenizer.json); a GGUF file's is
+  // found after its import (trainer/pipeline.cpp).
+  if (c.model.tokenizer.empty() && c.model.tokenizer_vocab == 0 && !gguf) {
     c.model.tokenizer = c.model.path + "/tokenizer.model";
+    if (!file_exists(c.model.tokenizer) && file_exists(c.model.path + "/tokenizer.json"))
+      c.model.tokenizer = c.model.path + "/tokenizer.json";
+  }
   if (!c.model.tokenizer.empty())
     require(file_exists(c.model.tokenizer), f, "model.tokenizer",
             "file not found: '" + c.model.tokenizer + "'");
@@ -404,8 +416,14 @@ void validate(RunConfig& c) {
           "must be float32 or bfloat16");
   require(one_of(c.model.quantization, {"none", "nf4"}), f, "model.quantization",
           "must be none or nf4");
-  require(one_of(c.model.chat_format, {"llama2", "mistral", "zephyr", "plain"}), f,
-          "model.chat_format", "must be one of llama2, mistral, zephyr, plain");
+  {
+    std::string known;
+    for (const auto& name : models::chat_template_names())
+      known += (known.empty() ? "" : ", ") + name;
+    const auto names = models::chat_template_names();
+    require(std::find(names.begin(), names.end(), c.model.chat_format) != names.end(), f,
+            "model.chat_format", "must be one of " + known);
+  }
   // LoRA.
   require(c.lora.r >= 1, f, "lora.r", "must be >= 1");
   require(c.lora.alpha > 0, f, "lora.alpha", "must be > 0");

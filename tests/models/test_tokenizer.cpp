@@ -91,7 +91,7 @@ TEST_CASE("chat templates wrap prompts as each model family expects", "[models][
   auto plain = models::encode_chat_prompt(tok, models::chat_template("plain"), "a <eos> b");
   CHECK(std::count(plain.begin(), plain.end(), 2) == 0);  // user text is never a special token
 
-  CHECK_THROWS_WITH(models::chat_template("chatml"), Contains("unknown chat template 'chatml'"));
+  CHECK_THROWS_WITH(models::chat_template("vicuna"), Contains("unknown chat template 'vicuna'"));
 }
 
 TEST_CASE("a missing or invalid tokenizer file is a clear error", "[models][tokenizer][errors]") {

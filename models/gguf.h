@@ -1,0 +1,93 @@
+// GGUF files (llama.cpp's single-file checkpoint format, versions 2 and 3): the metadata of every
+// value type, the tensor directory, and dequantisation of the tensor types a Llama-family
+// checkpoint commonly ships in (F32, F16, BF16, Q8_0, Q4_0, Q4_1) to float32. The layout follows
+// the format's specification in the ggml repository (docs/gguf.md); little-endian files only.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace citeforge::models {
+
+// One metadata value. Arrays hold their elements as values of the element type.
+struct GgufValue {
+  enum class Type : uint32_t {
+    kU8 = 0,
+    kI8 = 1,
+    kU16 = 2,
+    kI16 = 3,
+    kU32 = 4,
+    kI32 = 5,
+    kF32 = 6,
+    kBool = 7,
+    kString = 8,
+    kArray = 9,
+    kU64 = 10,
+    kI64 = 11,
+    kF64 = 12,
+  };
+  Type type = Type::kU8;
+  Type element_type = Type::kU8;  // for arrays
+  std::variant<uint64_t, int64_t, double, bool, std::string, std::vector<GgufValue>> value;
+
+  // Typed reads; a value of another kind is an Error naming `key`.
+  int64_t integer(const std::string& key) const;
+  double number(const std::string& key) const;
+  bool boolean(const std::string& key) const;
+  const std::string& string(const std::string& key) const;
+  const std::vector<GgufValue>& array(const std::string& key) const;
+};
+
+// ggml's tensor type numbers, for the types this reader knows by name.
+enum class GgmlType : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ8_0 = 8,
+  kBF16 = 30,
+};
+
+// The name ggml gives a tensor type number ("Q4_K", "IQ2_XS", ...), for error messages.
+std::string ggml_type_name(uint32_t type);
+
+struct GgufTensor {
+  std::string name;
+  std::vector<int64_t> dims;  // ggml order: dims[0] is the contiguous (row) length
+  uint32_t type = 0;
+  uint64_t offset = 0;  // from the start of the data section
+  uint64_t bytes = 0;   // computed from dims and type; 0 for unsupported types
+};
+
+struct GgufFile {
+  std::string path;
+  uint32_t version = 0;
+  std::map<std::string, GgufValue> metadata;
+  std::vector<GgufTensor> tensors;
+  uint64_t alignment = 32;
+  uint64_t data_offset = 0;                  // where the data section starts in the file
+  std::shared_ptr<const std::string> bytes;  // the whole file
+
+  bool has(const std::string& key) const { return metadata.count(key) > 0; }
+  // The value of `key`; a missing key is an Error naming the file and the key.
+  const GgufValue& at(const std::string& key) const;
+  const GgufTensor* find(const std::string& name) const;
+};
+
+// Reads and validates a GGUF file: magic, version, every metadata entry, every tensor's
+// directory entry and that its bytes lie inside the file. Any defect (truncation, bad magic,
+// an offset past the end, a misaligned tensor) is an Error naming the file and what is wrong.
+// Tensors of types this reader cannot dequantise are listed; dequantize() names them.
+GgufFile read_gguf(const std::string& path);
+
+// The tensor as float32 in PyTorch order (dims reversed, so a ggml [ne0, ne1] matrix becomes
+// [ne1, ne0] rows x columns). Types other than F32, F16, BF16, Q8_0, Q4_0 and Q4_1 are an Error
+// naming the file, the tensor and its type.
+torch::Tensor dequantize(const GgufFile& file, const GgufTensor& tensor);
+
+}  // namespace citeforge::models

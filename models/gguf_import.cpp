@@ -1,0 +1,258 @@
+#include "models/gguf_import.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/file_io.h"
+#include "models/safetensors.h"
+
+namespace citeforge::models {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string arch_key(const GgufFile& file, const std::string& suffix) {
+  return file.at("general.architecture").string("general.architecture") + "." + suffix;
+}
+
+int64_t positive_key(const GgufFile& file, const std::string& key) {
+  int64_t v = file.at(key).integer(key);
+  if (v <= 0) fail_at(file.path, "key '" + key + "'", "must be positive, got " + std::to_string(v));
+  return v;
+}
+
+// HF name of a GGUF tensor name, "" for names outside the Llama layout.
+std::string hf_name(const std::string& name) {
+  static const std::vector<std::pair<std::string, std::string>> globals = {
+      {"token_embd.weight", "model.embed_tokens.weight"},
+      {"output_norm.weight", "model.norm.weight"},
+      {"output.weight", "lm_head.weight"},
+  };
+  for (const auto& [g, h] : globals)
+    if (name == g) return h;
+  static const std::vector<std::pair<std::string, std::string>> blocks = {
+      {"attn_norm.weight", "input_layernorm.weight"},
+      {"ffn_norm.weight", "post_attention_layernorm.weight"},
+      {"attn_q.weight", "self_attn.q_proj.weight"},
+      {"attn_k.weight", "self_attn.k_proj.weight"},
+      {"attn_v.weight", "self_attn.v_proj.weight"},
+      {"attn_output.weight", "self_attn.o_proj.weight"},
+      {"ffn_gate.weight", "mlp.gate_proj.weight"},
+      {"ffn_up.weight", "mlp.up_proj.weight"},
+      {"ffn_down.weight", "mlp.down_proj.weight"},
+  };
+  if (name.rfind("blk.", 0) != 0) return "";
+  size_t dot = name.find('.', 4);
+  if (dot == std::string::npos) return "";
+  const std::string layer = name.substr(4, dot - 4), rest = name.substr(dot + 1);
+  if (layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos) return "";
+  for (const auto& [g, h] : blocks)
+    if (rest == g) return "model.layers." + layer + "." + h;
+  return "";
+}
+
+// llama.cpp's converter reorders each head's rows from [first half; second half] to interleaved
+// pairs; viewing the rows as [heads, half, 2] and swapping the last two axes restores HF's order.
+torch::Tensor unpermute_rows(const torch::Tensor& w, int64_t heads) {
+  const int64_t rows = w.size(0), cols = w.size(1);
+  return w.reshape({heads, rows / heads / 2, 2, cols})
+      .transpose(1, 2)
+      .reshape({rows, cols})
+      .contiguous();
+}
+
+}  // namespace
+
+ModelConfig gguf_model_config(const GgufFile& file) {
+  const std::string arch = file.at("general.architecture").string("general.architecture");
+  if (arch != "llama")
+    fail_at(file.path, "key 'general.architecture'",
+            "unsupported architecture '" + arch + "' (supported: llama, which includes Mistral)");
+  ModelConfig c;
+  c.architecture = "LlamaForCausalLM";
+  c.num_layers = positive_key(file, arch_key(file, "block_count"));
+  c.hidden_size = positive_key(file, arch_key(file, "embedding_length"));
+  c.intermediate_size = positive_key(file, arch_key(file, "feed_forward_length"));
+  c.num_heads = positive_key(file, arch_key(file, "attention.head_count"));
+  c.num_kv_heads = file.has(arch_key(file, "attention.head_count_kv"))
+                       ? positive_key(file, arch_key(file, "attention.head_count_kv"))
+                       : c.num_heads;
+  if (c.num_heads % c.num_kv_heads != 0)
+    fail_at(file.path, "key '" + arch_key(file, "attention.head_count_kv") + "'",
+            "does not divide the head count");
+  c.head_dim = file.has(arch_key(file, "attention.key_length"))
+                   ? positive_key(file, arch_key(file, "attention.key_length"))
+                   : c.hidden_size / c.num_heads;
+  c.rms_norm_eps = file.at(arch_key(file, "attention.layer_norm_rms_epsilon"))
+                       .number(arch_key(file, "attention.layer_norm_rms_epsilon"));
+  if (c.rms_norm_eps <= 0) fail_at(file.path, "", "RMSNorm epsilon must be positive");
+  c.rope_theta =
+      file.has(arch_key(file, "rope.freq_base"))
+          ? file.at(arch_key(file, "rope.freq_base")).number(arch_key(file, "rope.freq_base"))
+          : 10000.0;
+  if (file.has(arch_key(file, "rope.scaling.type"))) {
+    auto type =
+        file.at(arch_key(file, "rope.scaling.type")).string(arch_key(file, "rope.scaling.type"));
+    if (type != "none")
+      fail_at(file.path, "key '" + arch_key(file, "rope.scaling.type") + "'",
+              "unsupported RoPE scaling '" + type + "'");
+  }
+  if (file.find("rope_freqs.weight"))
+    fail_at(file.path, "tensor 'rope_freqs.weight'", "RoPE frequency scaling is not supported");
+  c.max_positions = positive_key(file, arch_key(file, "context_length"));
+  const std::string vocab_key = arch_key(file, "vocab_size");
+  c.vocab_size = file.has(vocab_key)
+                     ? positive_key(file, vocab_key)
+                     : static_cast<int64_t>(
+                           file.at("tokenizer.ggml.tokens").array("tokenizer.ggml.tokens").size());
+  c.tie_word_embeddings = file.find("output.weight") == nullptr;
+  if (file.has("tokenizer.ggml.bos_token_id"))
+    c.bos_token_id = file.at("tokenizer.ggml.bos_token_id").integer("tokenizer.ggml.bos_token_id");
+  if (file.has("tokenizer.ggml.eos_token_id"))
+    c.eos_token_ids = {
+        file.at("tokenizer.ggml.eos_token_id").integer("tokenizer.ggml.eos_token_id")};
+  c.dtype = "float32";
+  return c;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> gguf_hf_weights(const GgufFile& file,
+                                                                   const ModelConfig& config) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& t : file.tensors) {
+    std::string name = hf_name(t.name);
+    if (name.empty())
+      fail_at(file.path, "tensor '" + t.name + "'", "not part of a Llama checkpoint");
+    torch::Tensor w = dequantize(file, t);
+    if (name.ends_with("q_proj.weight")) w = unpermute_rows(w, config.num_heads);
+    if (name.ends_with("k_proj.weight")) w = unpermute_rows(w, config.num_kv_heads);
+    out.emplace_back(std::move(name), std::move(w));
+  }
+  return out;
+}
+
+BpeVocabulary gguf_vocabulary(const GgufFile& file) {
+  const std::string model = file.at("tokenizer.ggml.model").string("tokenizer.ggml.model");
+  if (model != "gpt2")
+    fail_at(file.path, "key 'tokenizer.ggml.model'",
+            "unsupported tokenizer '" + model +
+                "' (supported: gpt2, byte-level BPE; for SentencePiece models use the HF "
+                "checkpoint with its tokenizer.model)");
+  BpeVocabulary v;
+  for (const auto& t : file.at("tokenizer.ggml.tokens").array("tokenizer.ggml.tokens"))
+    v.tokens.push_back(t.string("tokenizer.ggml.tokens"));
+  for (const auto& m : file.at("tokenizer.ggml.merges").array("tokenizer.ggml.merges")) {
+    const std::string& s = m.string("tokenizer.ggml.merges");
+    size_t space = s.find(' ', 1);
+    if (space == std::string::npos)
+      fail_at(file.path, "key 'tokenizer.ggml.merges'", "bad merge '" + s + "'");
+    v.merges.emplace_back(s.substr(0, space), s.substr(space + 1));
+  }
+  // Token types: 3 = control, 4 = user-defined; both are matched whole, like HF added tokens.
+  if (file.has("tokenizer.ggml.token_type")) {
+    const auto& types = file.at("tokenizer.ggml.token_type").array("tokenizer.ggml.token_type");
+    if (types.size() != v.tokens.size())
+      fail_at(file.path, "key 'tokenizer.ggml.token_type'", "length differs from the token list");
+    for (size_t id = 0; id < types.size(); ++id) {
+      int64_t type = types[id].integer("tokenizer.ggml.token_type");
+      if (type == 3 || type == 4)
+        v.added.push_back({static_cast<int64_t>(id), v.tokens[id], type == 3});
+    }
+  }
+  const std::string pre = file.has("tokenizer.ggml.pre")
+                              ? file.at("tokenizer.ggml.pre").string("tokenizer.ggml.pre")
+                              : "gpt-2";
+  v.pre_tokenizer = pre_tokenizer_by_name(pre, file.path);
+  auto id = [&](const char* key) -> int64_t {
+    if (!file.has(key)) return -1;
+    int64_t value = file.at(key).integer(key);
+    if (value < 0 || value >= static_cast<int64_t>(v.tokens.size()))
+      fail_at(file.path, std::string("key '") + key + "'", "id outside the vocabulary");
+    return value;
+  };
+  v.bos_id = id("tokenizer.ggml.bos_token_id");
+  if (file.has("tokenizer.ggml.add_bos_token"))
+    v.add_bos = file.at("tokenizer.ggml.add_bos_token").boolean("tokenizer.ggml.add_bos_token");
+  v.eos_id = id("tokenizer.ggml.eos_token_id");
+  v.pad_id = id("tokenizer.ggml.padding_token_id");
+  v.unk_id = id("tokenizer.ggml.unknown_token_id");
+  return v;
+}
+
+std::string gguf_chat_template(const GgufFile& file) {
+  return file.has("tokenizer.chat_template")
+             ? file.at("tokenizer.chat_template").string("tokenizer.chat_template")
+             : "";
+}
+
+void import_gguf(const std::string& gguf_path, const std::string& out_dir,
+                 void (*log)(const std::string&)) {
+  auto say = [&](const std::string& line) {
+    if (log) log(line);
+  };
+  if (fs::exists(out_dir) && !(fs::is_directory(out_dir) && fs::is_empty(out_dir)))
+    fail_at(out_dir, "", "output directory exists and is not empty");
+  GgufFile file = read_gguf(gguf_path);
+  ModelConfig config = gguf_model_config(file);
+  BpeVocabulary vocab = gguf_vocabulary(file);
+  if (static_cast<int64_t>(vocab.tokens.size()) > config.vocab_size)
+    fail_at(gguf_path, "key 'tokenizer.ggml.tokens'", "more tokens than the model's vocab size");
+  // Builds the tokenizer once so a defect in the vocabulary fails before anything is written.
+  BpeTokenizer check(vocab, gguf_path);
+  say("read " + gguf_path + ": " + std::to_string(file.tensors.size()) + " tensors, " +
+      std::to_string(config.num_layers) + " layers, vocab " + std::to_string(config.vocab_size));
+  auto weights = gguf_hf_weights(file, config);
+  const fs::path target = fs::absolute(out_dir);
+  const fs::path temp = target.parent_path() / ("." + target.filename().string() + ".importing-" +
+                                                std::to_string(::getpid()));
+  fs::remove_all(temp);
+  fs::create_directories(temp);
+  try {
+    write_safetensors((temp / "model.safetensors").string(), weights, {{"format", "pt"}});
+    weights.clear();
+    write_file_atomically((temp / "config.json").string(),
+                          model_config_to_json(config).dump(2) + "\n");
+    json generation = {{"bos_token_id", config.bos_token_id},
+                       {"eos_token_id", config.eos_token_ids.front()}};
+    if (vocab.pad_id >= 0) generation["pad_token_id"] = vocab.pad_id;
+    write_file_atomically((temp / "generation_config.json").string(), generation.dump(2) + "\n");
+    write_file_atomically((temp / "tokenizer.json").string(), tokenizer_json(vocab).dump(2) + "\n");
+    write_file_atomically(
+        (temp / "tokenizer_config.json").string(),
+        tokenizer_config_json(vocab, gguf_chat_template(file), config.max_positions).dump(2) +
+            "\n");
+    if (fs::exists(target)) fs::remove(target);  // an empty directory, checked above
+    fs::rename(temp, target);
+    fsync_directory(target.parent_path().string());
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(temp, ignored);
+    throw;
+  }
+  say("wrote " + target.string());
+}
+
+std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::string&)) {
+  if (!fs::is_regular_file(gguf_path)) fail_at(gguf_path, "", "GGUF file not found");
+  const char* cache = std::getenv("CITEFORGE_CACHE");
+  const char* home = std::getenv("HOME");
+  fs::path root = cache ? fs::path(cache) : fs::path(home ? home : "/tmp") / ".cache" / "citeforge";
+  const auto stamp = fs::last_write_time(gguf_path).time_since_epoch().count();
+  const fs::path dir = root / "imported" /
+                       (fs::path(gguf_path).stem().string() + "-" +
+                        std::to_string(fs::file_size(gguf_path)) + "-" + std::to_string(stamp));
+  if (fs::exists(dir / "model.safetensors")) return dir.string();
+  if (log) log("importing " + gguf_path + " once into " + dir.string());
+  fs::create_directories(dir.parent_path());
+  import_gguf(gguf_path, dir.string(), log);
+  return dir.string();
+}
+
+bool is_gguf_path(const std::string& path) {
+  return path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
+}
+
+}  // namespace citeforge::models

@@ -1,0 +1,294 @@
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/file_io.h"
+#include "models/checkpoint_io.h"
+#include "models/gguf.h"
+#include "models/gguf_import.h"
+#include "models/tokenizer.h"
+#include "tests/models/gguf_builder.h"
+#include "tests/test_paths.h"
+
+using namespace citeforge;
+using Catch::Matchers::Contains;
+using testing::GgufBuilder;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string write_temp(const std::string& tag, const std::string& bytes) {
+  auto path = (testing::temp_dir(tag) / "model.gguf").string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+std::string u16_bytes(std::initializer_list<uint16_t> values) {
+  std::string out;
+  for (auto v : values) GgufBuilder::put<uint16_t>(out, v);
+  return out;
+}
+
+// The 256 byte-level tokens GPT-2 uses, in byte order, so byte b has id b.
+std::vector<std::string> byte_level_tokens() {
+  std::vector<std::string> tokens;
+  uint32_t next = 256;
+  for (uint32_t b = 0; b < 256; ++b) {
+    bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+    uint32_t cp = printable ? b : next++;
+    std::string s;
+    if (cp < 0x80)
+      s += char(cp);
+    else
+      s += char(0xC0 | (cp >> 6)), s += char(0x80 | (cp & 0x3F));
+    tokens.push_back(s);
+  }
+  return tokens;
+}
+
+// llama.cpp's converter permutation of q/k rows (the inverse of what the importer applies).
+torch::Tensor llama_cpp_permute(const torch::Tensor& w, int64_t heads) {
+  return w.reshape({heads, 2, w.size(0) / heads / 2, w.size(1)}).transpose(1, 2).reshape(w.sizes());
+}
+
+std::vector<float> values_of(const torch::Tensor& t) {
+  auto c = t.contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+// A complete two-layer Llama GGUF with a byte-level vocabulary of 256 bytes, two merges and two
+// special tokens; q/k stored permuted the way llama.cpp writes them.
+struct TinyGguf {
+  GgufBuilder b;
+  std::map<std::string, torch::Tensor> hf;  // the HF-order weights it encodes
+
+  TinyGguf() {
+    const int64_t hidden = 8, heads = 2, kv_heads = 1, head_dim = 4, ffn = 16;
+    b.str("general.architecture", "llama");
+    b.u32("llama.block_count", 1);
+    b.u32("llama.context_length", 64);
+    b.u32("llama.embedding_length", hidden);
+    b.u32("llama.feed_forward_length", ffn);
+    b.u32("llama.attention.head_count", heads);
+    b.u32("llama.attention.head_count_kv", kv_heads);
+    b.f32("llama.rope.freq_base", 10000.0f);
+    b.f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    auto tokens = byte_level_tokens();
+    tokens.push_back("Ġt");
+    tokens.push_back("Ġth");
+    tokens.push_back("<|im_start|>");
+    tokens.push_back("<|im_end|>");
+    std::vector<int32_t> types(tokens.size(), 1);
+    types[tokens.size() - 2] = types[tokens.size() - 1] = 3;
+    b.str("tokenizer.ggml.model", "gpt2");
+    b.str("tokenizer.ggml.pre", "smollm");
+    b.strings("tokenizer.ggml.tokens", tokens);
+    b.i32s("tokenizer.ggml.token_type", types);
+    b.strings("tokenizer.ggml.merges", {"Ġ t", "Ġt h"});
+    b.u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(tokens.size() - 2));
+    b.u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(tokens.size() - 1));
+    b.boolean("tokenizer.ggml.add_bos_token", false);
+    b.str("tokenizer.chat_template", "{{ messages }}");
+    const auto vocab = static_cast<int64_t>(tokens.size());
+    torch::manual_seed(3);
+    auto add = [&](const std::string& gguf, const std::string& name, torch::Tensor w,
+                   int64_t permute_heads = 0) {
+      hf[name] = w;
+      auto stored = permute_heads ? llama_cpp_permute(w, permute_heads) : w;
+      std::vector<uint64_t> dims(stored.sizes().rbegin(), stored.sizes().rend());
+      b.f32_tensor(gguf, dims, values_of(stored));
+    };
+    add("token_embd.weight", "model.embed_tokens.weight", torch::randn({vocab, hidden}));
+    add("output_norm.weight", "model.norm.weight", torch::rand({hidden}) + 0.5);
+    add("blk.0.attn_norm.weight", "model.layers.0.input_layernorm.weight", torch::rand({hidden}));
+    add("blk.0.ffn_norm.weight", "model.layers.0.post_attention_layernorm.weight",
+        torch::rand({hidden}));
+    add("blk.0.attn_q.weight", "model.layers.0.self_attn.q_proj.weight",
+        torch::randn({heads * head_dim, hidden}), heads);
+    add("blk.0.attn_k.weight", "model.layers.0.self_attn.k_proj.weight",
+        torch::randn({kv_heads * head_dim, hidden}), kv_heads);
+    add("blk.0.attn_v.weight", "model.layers.0.self_attn.v_proj.weight",
+        torch::randn({kv_heads * head_dim, hidden}));
+    add("blk.0.attn_output.weight", "model.layers.0.self_attn.o_proj.weight",
+        torch::randn({hidden, heads * head_dim}));
+    add("blk.0.ffn_gate.weight", "model.layers.0.mlp.gate_proj.weight",
+        torch::randn({ffn, hidden}));
+    add("blk.0.ffn_up.weight", "model.layers.0.mlp.up_proj.weight", torch::randn({ffn, hidden}));
+    add("blk.0.ffn_down.weight", "model.layers.0.mlp.down_proj.weight",
+        torch::randn({hidden, ffn}));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("GGUF metadata and each supported tensor type dequantise to the values they encode",
+          "[models][gguf]") {
+  GgufBuilder b;
+  b.str("general.architecture", "llama");
+  b.u32("answer", 42);
+  b.f32("pi", 3.5f);
+  b.boolean("yes", true);
+  b.strings("names", {"a", "bc"});
+  b.f32_tensor("f32", {3, 2}, {1, 2, 3, 4, 5, 6});
+  b.tensor("f16", {2}, 1, u16_bytes({0x3C00, 0xC000}));    // 1, -2
+  b.tensor("bf16", {2}, 30, u16_bytes({0x3F80, 0x3F00}));  // 1, 0.5
+  std::string q4_0 = u16_bytes({0x3800}), q4_1 = u16_bytes({0x3400, 0xBC00}),
+              q8_0 = u16_bytes({0x3000});  // d = 0.5; d = 0.25, m = -1; d = 0.125
+  for (int j = 0; j < 16; ++j) q4_0 += char(j | ((15 - j) << 4)), q4_1 += char(j | ((15 - j) << 4));
+  for (int j = 0; j < 32; ++j) q8_0 += char(static_cast<int8_t>(j - 16));
+  b.tensor("q4_0", {32}, 2, q4_0);
+  b.tensor("q4_1", {32}, 3, q4_1);
+  b.tensor("q8_0", {32}, 8, q8_0);
+  auto file = models::read_gguf(write_temp("gguf_types", b.bytes()));
+  CHECK(file.version == 3);
+  CHECK(file.at("answer").integer("answer") == 42);
+  CHECK(file.at("pi").number("pi") == 3.5);
+  CHECK(file.at("yes").boolean("yes"));
+  CHECK(file.at("names").array("names").at(1).string("names") == "bc");
+  CHECK_THROWS_WITH(file.at("missing"), Contains("missing metadata key 'missing'"));
+
+  auto f32 = models::dequantize(file, *file.find("f32"));
+  CHECK(f32.sizes() == torch::IntArrayRef({2, 3}));  // ggml [3, 2] is 2 rows of 3
+  CHECK(values_of(f32) == std::vector<float>{1, 2, 3, 4, 5, 6});
+  CHECK(values_of(models::dequantize(file, *file.find("f16"))) == std::vector<float>{1, -2});
+  CHECK(values_of(models::dequantize(file, *file.find("bf16"))) == std::vector<float>{1, 0.5});
+  auto v4_0 = values_of(models::dequantize(file, *file.find("q4_0")));
+  auto v4_1 = values_of(models::dequantize(file, *file.find("q4_1")));
+  auto v8_0 = values_of(models::dequantize(file, *file.find("q8_0")));
+  for (int j = 0; j < 16; ++j) {
+    CHECK(v4_0[j] == (j - 8) * 0.5f);
+    CHECK(v4_0[j + 16] == (15 - j - 8) * 0.5f);
+    CHECK(v4_1[j] == j * 0.25f - 1.0f);
+    CHECK(v4_1[j + 16] == (15 - j) * 0.25f - 1.0f);
+  }
+  for (int j = 0; j < 32; ++j) CHECK(v8_0[j] == (j - 16) * 0.125f);
+}
+
+TEST_CASE("broken GGUF files are one clear error naming the file", "[models][gguf][errors]") {
+  GgufBuilder b;
+  b.str("general.architecture", "llama");
+  b.f32_tensor("w", {32}, std::vector<float>(32, 1.0f));
+  b.tensor("k_quant", {256}, 12, std::string(144, '\0'));  // Q4_K
+  const std::string good = b.bytes();
+
+  const auto magic = write_temp("gguf_magic", "GGML" + good.substr(4));
+  CHECK_THROWS_WITH(models::read_gguf(magic), Contains(magic) && Contains("bad magic"));
+
+  GgufBuilder v1 = b;
+  v1.version = 1;
+  CHECK_THROWS_WITH(models::read_gguf(write_temp("gguf_v1", v1.bytes())),
+                    Contains("unsupported GGUF version 1"));
+
+  const auto cut_header = write_temp("gguf_cut_header", good.substr(0, 40));
+  CHECK_THROWS_WITH(models::read_gguf(cut_header), Contains(cut_header) && Contains("truncated"));
+
+  // Cut into w's data (k_quant's 144 bytes come after it).
+  const auto cut_data = write_temp("gguf_cut_data", good.substr(0, good.size() - 150));
+  CHECK_THROWS_WITH(models::read_gguf(cut_data),
+                    Contains("tensor 'w'") && Contains("past the end of the file"));
+
+  const auto path = write_temp("gguf_kquant", good);
+  auto file = models::read_gguf(path);
+  CHECK_THROWS_WITH(
+      models::dequantize(file, *file.find("k_quant")),
+      Contains(path) && Contains("tensor 'k_quant'") && Contains("unsupported tensor type Q4_K"));
+
+  CHECK_THROWS_WITH(models::read_gguf(path + ".absent"), Contains(".absent"));
+}
+
+TEST_CASE("a GGUF Llama imports to an HF directory with q/k rows in HF order",
+          "[models][gguf][import]") {
+  TinyGguf tiny;
+  const auto path = write_temp("gguf_import", tiny.b.bytes());
+  const auto out = (testing::temp_dir("gguf_import_out") / "model").string();
+  models::import_gguf(path, out);
+
+  auto config = models::read_model_config(out + "/config.json");
+  CHECK(config.num_layers == 1);
+  CHECK(config.num_heads == 2);
+  CHECK(config.num_kv_heads == 1);
+  CHECK(config.head_dim == 4);
+  CHECK(config.tie_word_embeddings);  // no output.weight
+  CHECK(config.vocab_size == 260);
+  auto checkpoint = models::open_safetensors(out);
+  for (const auto& [name, expected] : tiny.hf) {
+    INFO(name);
+    REQUIRE(checkpoint.contains(name));
+    CHECK(torch::equal(checkpoint.get(name), expected));
+  }
+  CHECK(models::load_model(out)->config.hidden_size == 8);
+
+  // The written tokenizer.json reads back to the same tokenizer as the GGUF's metadata.
+  models::Tokenizer from_dir(out);
+  models::Tokenizer from_gguf(models::gguf_vocabulary(models::read_gguf(path)), path);
+  CHECK(from_dir.kind() == "bpe");
+  for (std::string text : {"the thing", " th t", "<|im_start|>the<|im_end|>", "x12 y"}) {
+    INFO(text);
+    CHECK(from_dir.encode(text, false, false, true) == from_gguf.encode(text, false, false, true));
+    CHECK(from_dir.decode(from_dir.encode(text, false, false, true)) == text);
+  }
+  CHECK(from_dir.encode(" th", false, false) == std::vector<int64_t>{257});
+  CHECK(from_dir.bos_id() == 258);
+  CHECK(from_dir.eos_id() == 259);
+  CHECK_FALSE(from_dir.adds_bos());
+  auto tokenizer_config = nlohmann::json::parse(read_file(out + "/tokenizer_config.json"));
+  CHECK(tokenizer_config["chat_template"] == "{{ messages }}");
+  CHECK(tokenizer_config["eos_token"] == "<|im_end|>");
+}
+
+TEST_CASE("GGUF import refuses other architectures, tokenizers and tensors, writing nothing",
+          "[models][gguf][import][errors]") {
+  const auto root = testing::temp_dir("gguf_import_errors");
+  auto import_error = [&](GgufBuilder b, const std::string& tag) {
+    const auto path = (root / (tag + ".gguf")).string();
+    std::ofstream(path, std::ios::binary) << b.bytes();
+    const auto out = (root / tag).string();
+    std::string message;
+    try {
+      models::import_gguf(path, out);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    CHECK_FALSE(fs::exists(out));
+    for (const auto& entry : fs::directory_iterator(root))
+      CHECK(entry.path().filename().string().find("importing") == std::string::npos);
+    CHECK_THAT(message, Contains(path));
+    return message;
+  };
+  {
+    TinyGguf t;
+    t.b.str("general.architecture", "gpt2");  // a second key of the same name
+    CHECK_THAT(import_error(t.b, "twice"), Contains("appears twice"));
+  }
+  {
+    TinyGguf t;
+    GgufBuilder other = t.b;
+    other.kv.clear();
+    other.kv_count = 0;
+    other.str("general.architecture", "falcon");
+    CHECK_THAT(import_error(other, "falcon"), Contains("unsupported architecture 'falcon'"));
+  }
+  {
+    TinyGguf t;
+    t.b.tensor("blk.0.attn_qkv.weight", {8}, 0, std::string(32, '\0'));
+    CHECK_THAT(import_error(t.b, "fused"),
+               Contains("tensor 'blk.0.attn_qkv.weight'") && Contains("not part of a Llama"));
+  }
+  {
+    TinyGguf t;
+    t.b.tensor("output.weight", {256, 260}, 12, std::string(144 * 260, '\0'));  // Q4_K head
+    CHECK_THAT(import_error(t.b, "kquant"),
+               Contains("tensor 'output.weight'") && Contains("unsupported tensor type Q4_K"));
+  }
+  // An existing non-empty output directory is refused before anything is read.
+  TinyGguf t;
+  const auto path = (root / "ok.gguf").string();
+  std::ofstream(path, std::ios::binary) << t.b.bytes();
+  fs::create_directories(root / "full");
+  std::ofstream(root / "full" / "keep.txt") << "x";
+  CHECK_THROWS_WITH(models::import_gguf(path, (root / "full").string()),
+                    Contains("exists and is not empty"));
+  CHECK(fs::exists(root / "full" / "keep.txt"));
+}

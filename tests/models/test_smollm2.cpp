@@ -1,0 +1,127 @@
+// The real model of the embedded default, SmolLM2-135M-Instruct from its GGUF file, against what
+// HF transformers makes of the same file (tests/fixtures/smollm2/,
+// scripts/make_smollm2_fixtures.py): token ids on 2000+ strings, chat rendering, logits and greedy
+// decoding.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/file_io.h"
+#include "models/checkpoint_io.h"
+#include "models/generate.h"
+#include "models/gguf_import.h"
+#include "models/safetensors.h"
+#include "models/tokenizer.h"
+#include "tests/test_paths.h"
+
+using namespace citeforge;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string gguf_path() {
+  auto path = testing::source_path("weights/SmolLM2-135M-Instruct.Q4_1.gguf");
+  INFO("the model file is linked by scripts/setup.sh: " << path);
+  REQUIRE(fs::exists(path));
+  return path;
+}
+
+std::string fixture(const std::string& name) {
+  return testing::source_path("tests/fixtures/smollm2/" + name);
+}
+
+std::vector<int64_t> ids_of(const json& j) {
+  return j.get<std::vector<int64_t>>();
+}
+
+// Compares every case; reports how many differ and the first few, rather than stopping at one.
+void check_cases(const models::Tokenizer& tok, const std::string& which) {
+  std::ifstream in(fixture("tokenizer_cases.jsonl"));
+  int cases = 0, id_mismatches = 0, roundtrip_failures = 0;
+  for (std::string line; std::getline(in, line);) {
+    auto c = json::parse(line);
+    const std::string text = c["text"];
+    auto ids = tok.encode(text, false, false, /*parse_special=*/true);
+    ++cases;
+    if (ids != ids_of(c["ids"]) && ++id_mismatches <= 5)
+      UNSCOPED_INFO(which << ": ids differ for " << c["category"] << " " << json(text).dump());
+    if (c["roundtrip"] == true && tok.decode(ids) != text && ++roundtrip_failures <= 5)
+      UNSCOPED_INFO(which << ": no round trip for " << json(text).dump());
+  }
+  CHECK(cases >= 2000);
+  CHECK(id_mismatches == 0);
+  CHECK(roundtrip_failures == 0);
+}
+
+}  // namespace
+
+TEST_CASE("SmolLM2's BPE gives HF's token ids on 2000+ strings, from GGUF and from tokenizer.json",
+          "[models][smollm2][tokenizer]") {
+  const auto path = gguf_path();
+  models::Tokenizer from_gguf(models::gguf_vocabulary(models::read_gguf(path)), path);
+  CHECK(from_gguf.vocab_size() == 49152);
+  CHECK(from_gguf.bos_id() == 1);
+  CHECK(from_gguf.eos_id() == 2);
+  CHECK(from_gguf.pad_id() == 2);
+  CHECK_FALSE(from_gguf.adds_bos());
+  check_cases(from_gguf, "gguf");
+  models::Tokenizer imported(models::gguf_model_dir(path));
+  check_cases(imported, "tokenizer.json");
+}
+
+TEST_CASE("the smollm2 chat format renders what SmolLM2's own template renders",
+          "[models][smollm2][chat]") {
+  const auto path = gguf_path();
+  models::Tokenizer tok(models::gguf_vocabulary(models::read_gguf(path)), path);
+  const auto& tmpl = models::chat_template("smollm2");
+  auto cases = json::parse(read_file(fixture("chat.json")))["cases"];
+  REQUIRE(cases.size() == 3);
+  // User only: the template's default system line comes first.
+  CHECK(models::encode_chat_prompt(tok, tmpl, cases[0]["messages"][0]["content"]) ==
+        ids_of(cases[0]["ids"]));
+  CHECK(models::encode_chat_prompt(tok, tmpl, cases[1]["messages"][1]["content"],
+                                   cases[1]["messages"][0]["content"]) == ids_of(cases[1]["ids"]));
+  // A training pair: prompt then answer; HF's rendering adds a newline after <|im_end|>, which
+  // is not part of what the model is taught to generate.
+  auto prompt = models::encode_chat_prompt(tok, tmpl, cases[2]["messages"][0]["content"]);
+  auto answer = models::encode_chat_answer(tok, tmpl, cases[2]["messages"][1]["content"]);
+  prompt.insert(prompt.end(), answer.begin(), answer.end());
+  prompt.push_back(tok.encode("\n").at(0));
+  // HF renders the user-and-answer conversation without the generation prompt, which our
+  // prompt includes ("<|im_start|>assistant\n" then the answer): the same tokens.
+  CHECK(prompt == ids_of(cases[2]["ids"]));
+}
+
+TEST_CASE("the imported SmolLM2 matches transformers' logits within 1e-3 and its greedy tokens",
+          "[models][smollm2][logits]") {
+  torch::NoGradGuard no_grad;
+  auto model = models::load_model(models::gguf_model_dir(gguf_path()));
+  CHECK(model->config.num_layers == 30);
+  CHECK(model->config.tie_word_embeddings);
+  auto expected = models::open_safetensors(fixture("logits.safetensors"));
+  for (int i = 0; i < 3; ++i) {
+    INFO("prompt " << i);
+    const std::string p = "prompt" + std::to_string(i);
+    auto ids = expected.get(p + ".input_ids").clone();
+    auto logits = model->forward(ids.unsqueeze(0))[0];
+    auto last = logits[-1];
+    auto strided = logits.index({torch::indexing::Slice(), torch::indexing::Slice(0, {}, 16)});
+    double last_diff = (last - expected.get(p + ".logits_last")).abs().max().item<double>();
+    double strided_diff =
+        (strided - expected.get(p + ".logits_strided")).abs().max().item<double>();
+    INFO("max |diff| last " << last_diff << ", all positions " << strided_diff);
+    CHECK(last_diff < 1e-3);
+    CHECK(strided_diff < 1e-3);
+  }
+  auto greedy = json::parse(read_file(fixture("greedy.json")));
+  for (const char* p : {"prompt0", "prompt1"}) {
+    INFO(p);
+    models::SamplingOptions options;
+    options.max_new_tokens = 64;
+    options.eos_ids = {-1};  // as the reference: EOS cleared, every step the plain argmax
+    auto out = models::generate(model, {ids_of(greedy[p]["prompt_ids"])}, options);
+    CHECK(out[0].tokens == ids_of(greedy[p]["greedy_ids"]));
+  }
+}
