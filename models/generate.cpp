@@ -58,6 +58,7 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
   const auto& config = model->config;
   const auto params = model->parameters();
   const torch::Device device = params.front().device();
+  const DequantizedWeights dequantize_once(device.is_cpu());
   const std::vector<int64_t> eos = o.eos_ids.empty() ? config.eos_token_ids : o.eos_ids;
 
   const int64_t B = static_cast<int64_t>(prompts.size());
@@ -89,8 +90,9 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
 
   std::vector<Generation> out(B);
   std::vector<bool> done(B, false);
+  // The prefill needs the logits of the last position only.
   auto logits =
-      model->logits(model->hidden_states(ids.to(device), inputs, &cache)).select(1, width - 1);
+      model->logits(model->hidden_states(ids.to(device), inputs, &cache).select(1, width - 1));
   for (int64_t step = 0; step < o.max_new_tokens; ++step) {
     auto log_probs =
         torch::log_softmax(logits.to(torch::kFloat32) / (o.greedy ? 1.0 : o.temperature), -1).cpu();

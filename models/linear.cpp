@@ -13,7 +13,29 @@ LinearImpl::LinearImpl(int64_t in, int64_t out, bool allocate)
   torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));  // torch.nn.Linear's default
 }
 
+namespace {
+thread_local int dequantized_scopes = 0;
+thread_local std::vector<const LinearImpl*> dequantized_layers;
+}  // namespace
+
+DequantizedWeights::DequantizedWeights(bool enabled) : enabled_(enabled) {
+  if (enabled_) ++dequantized_scopes;
+}
+
+DequantizedWeights::~DequantizedWeights() {
+  if (!enabled_ || --dequantized_scopes > 0) return;
+  for (const auto* layer : dequantized_layers) layer->dense_cache = torch::Tensor();
+  dequantized_layers.clear();
+}
+
 torch::Tensor LinearImpl::base_weight(torch::Dtype dtype) const {
+  if (nf4 && dequantized_scopes > 0 && !torch::GradMode::is_enabled()) {
+    if (!dense_cache.defined() || dense_cache.scalar_type() != dtype) {
+      if (!dense_cache.defined()) dequantized_layers.push_back(this);
+      dense_cache = nf4_dequantize(*nf4, dtype);
+    }
+    return dense_cache;
+  }
   if (nf4) return nf4_dequantize(*nf4, dtype);
   if (!weight.defined()) throw Error("linear layer: base weight was never loaded");
   return weight.scalar_type() == dtype ? weight : weight.to(dtype);

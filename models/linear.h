@@ -52,8 +52,26 @@ struct LinearImpl : torch::nn::Module {
   // there is none), which gives PPO's reference policy without a second copy of the base.
   torch::Tensor reference_A, reference_B;
   bool use_reference = false;
+  // The dequantised NF4 base kept while a DequantizedWeights scope is active (see below).
+  mutable torch::Tensor dense_cache;
 };
 TORCH_MODULE(Linear);
+
+// While one of these is alive on a thread and gradients are off, every NF4 layer dequantises its
+// base once and reuses it, instead of once per forward pass. Decoding runs one forward pass per
+// token, so on a CPU dequantisation would otherwise cost as much as the matmuls; the dense copies
+// (4 bytes a weight) are dropped when the outermost scope ends. `enabled = false` makes it a
+// no-op (on a GPU, where holding a 7B base dense would undo what NF4 saves).
+class DequantizedWeights {
+ public:
+  explicit DequantizedWeights(bool enabled = true);
+  ~DequantizedWeights();
+  DequantizedWeights(const DequantizedWeights&) = delete;
+  DequantizedWeights& operator=(const DequantizedWeights&) = delete;
+
+ private:
+  bool enabled_;
+};
 
 // Root-mean-square layer norm as HF computes it: statistics in fp32, scale in the input dtype.
 struct RMSNormImpl : torch::nn::Module {

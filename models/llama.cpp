@@ -155,14 +155,18 @@ torch::Tensor LlamaForCausalLMImpl::logits(const torch::Tensor& hidden) {
   return lm_head ? lm_head(hidden) : torch::linear(hidden, model->embed_tokens->weight);
 }
 
-torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor& input_ids) {
+torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids) {
   AttentionInputs inputs;
   inputs.positions =
       torch::arange(input_ids.size(1),
                     torch::TensorOptions().dtype(torch::kInt64).device(input_ids.device()))
           .unsqueeze(0)
           .expand({input_ids.size(0), input_ids.size(1)});
-  return logits(hidden_states(input_ids, inputs));
+  return hidden_states(input_ids, inputs);
+}
+
+torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor& input_ids) {
+  return logits(hidden_states(input_ids));
 }
 
 }  // namespace citeforge::models

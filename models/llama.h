@@ -69,6 +69,10 @@ struct LlamaForCausalLMImpl : torch::nn::Module {
   torch::Tensor logits(const torch::Tensor& hidden);
   // Logits of unpadded sequences [B, T] starting at position 0, no cache.
   torch::Tensor forward(const torch::Tensor& input_ids);
+  // Final hidden states of unpadded sequences [B, T] starting at position 0, no cache (so a
+  // caller can take logits where it needs them only: the LM head of a 49k vocabulary costs as
+  // much as several decoder blocks).
+  torch::Tensor hidden_states(const torch::Tensor& input_ids);
 
   ModelConfig config;
   // Recompute each decoder block in the backward pass instead of keeping its activations

@@ -22,14 +22,19 @@ double lr_factor(int64_t step, int64_t total, int64_t warmup, const std::string&
   return 1.0;
 }
 
+// Logits are computed only where the loss counts (the answer tokens in SFT): with a large
+// vocabulary the LM head over every prompt position would cost more than it is worth.
 torch::Tensor masked_lm_loss_sum(models::LlamaForCausalLM& model, const Batch& batch) {
-  auto logits = model->forward(batch.ids);  // [B, T, V]
+  auto hidden = model->hidden_states(batch.ids);  // [B, T, H]
   const int64_t T = batch.ids.size(1);
-  auto predictions = logits.narrow(1, 0, T - 1).to(torch::kFloat32);
+  auto states = hidden.narrow(1, 0, T - 1).reshape({-1, hidden.size(-1)});
+  auto mask = batch.mask.reshape({-1});
+  auto where = mask.nonzero().squeeze(1);
+  auto logits = model->logits(states.index_select(0, where)).to(torch::kFloat32);
   auto nll = torch::nn::functional::cross_entropy(
-      predictions.reshape({-1, predictions.size(-1)}), batch.targets.reshape({-1}),
+      logits, batch.targets.reshape({-1}).index_select(0, where),
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-  return (nll * batch.mask.reshape({-1})).sum();
+  return (nll * mask.index_select(0, where)).sum();
 }
 
 void append_jsonl(const std::string& path, const std::string& json_line) {
