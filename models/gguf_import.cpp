@@ -1,5 +1,6 @@
 #include "models/gguf_import.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -240,14 +241,27 @@ std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::
   const char* cache = std::getenv("CITEFORGE_CACHE");
   const char* home = std::getenv("HOME");
   fs::path root = cache ? fs::path(cache) : fs::path(home ? home : "/tmp") / ".cache" / "citeforge";
-  const auto stamp = fs::last_write_time(gguf_path).time_since_epoch().count();
+  struct stat info {};
+  if (::stat(gguf_path.c_str(), &info) != 0) fail_at(gguf_path, "", "cannot stat");
+  const auto stamp = static_cast<long long>(info.st_mtime);
   const fs::path dir = root / "imported" /
                        (fs::path(gguf_path).stem().string() + "-" +
                         std::to_string(fs::file_size(gguf_path)) + "-" + std::to_string(stamp));
   if (fs::exists(dir / "model.safetensors")) return dir.string();
   if (log) log("importing " + gguf_path + " once into " + dir.string());
   fs::create_directories(dir.parent_path());
-  import_gguf(gguf_path, dir.string(), log);
+  // Several processes may import the same file at once (ranks, parallel tests): each writes its
+  // own directory and the first rename wins; the others find the directory in place.
+  const fs::path mine = dir.string() + ".by-" + std::to_string(::getpid());
+  fs::remove_all(mine);
+  import_gguf(gguf_path, mine.string(), log);
+  std::error_code error;
+  fs::rename(mine, dir, error);
+  if (error) {
+    fs::remove_all(mine);
+    if (!fs::exists(dir / "model.safetensors"))
+      fail_at(dir.string(), "", "cannot move the imported model into place: " + error.message());
+  }
   return dir.string();
 }
 

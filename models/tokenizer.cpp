@@ -3,6 +3,7 @@
 #include <sentencepiece_processor.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "models/bpe_tokenizer.h"
@@ -95,6 +96,22 @@ int64_t Tokenizer::special_token_id(const std::string& text) const {
   if (bpe_) return bpe_->added_token_id(text);
   int id = sp_->PieceToId(text);
   return id >= 0 && sp_->IsControl(id) ? id : -1;
+}
+
+nlohmann::json sentencepiece_tokenizer_config(const Tokenizer& tokenizer) {
+  auto name = [&](int64_t id) -> nlohmann::json {
+    if (id < 0) return nullptr;
+    return tokenizer.piece(id);
+  };
+  return {{"tokenizer_class", "LlamaTokenizer"},
+          {"add_bos_token", true},
+          {"add_eos_token", false},
+          {"legacy", true},
+          {"clean_up_tokenization_spaces", false},
+          {"bos_token", name(tokenizer.bos_id())},
+          {"eos_token", name(tokenizer.eos_id())},
+          {"unk_token", name(0)},
+          {"pad_token", name(tokenizer.pad_id())}};
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,10 @@ struct ChatTemplate {
   std::vector<std::string> specials = {};  // e.g. "<|im_start|>": must be special tokens
   std::string default_system = {};         // the system message the model's own template adds
 };
+
+// The tokenizer_config.json that lets HF's AutoTokenizer load a SentencePiece tokenizer.model
+// as a Llama tokenizer with this tokenizer's special tokens.
+nlohmann::json sentencepiece_tokenizer_config(const Tokenizer& tokenizer);
 
 // The built-in formats: "llama2", "mistral", "zephyr", "plain", "chatml" (no default system
 // line) and "smollm2" (ChatML with the system line SmolLM2's template adds when the user gives

@@ -53,9 +53,13 @@ int command_export(const Args& raw) {
   } else {
     models::merge_adapters(model);
     models::save_model(model, out.string());
-    const fs::path tokenizer = fs::path(base) / "tokenizer.model";
-    if (fs::exists(tokenizer))
-      fs::copy_file(tokenizer, out / "tokenizer.model", fs::copy_options::overwrite_existing);
+    // The base's tokenizer files come along, so the merged model loads as it is (transformers'
+    // AutoTokenizer reads tokenizer_config.json with tokenizer.model or tokenizer.json).
+    for (const char* name :
+         {"tokenizer.model", "tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
+      const fs::path file = fs::path(base) / name;
+      if (fs::exists(file)) fs::copy_file(file, out / name, fs::copy_options::overwrite_existing);
+    }
   }
   std::fprintf(stderr, "[export] %s adapter of %s (r %lld, %zu layers) -> %s\n", format.c_str(),
                checkpoint.c_str(), (long long)adapter.config.spec.r, adapter.adapted.size(),

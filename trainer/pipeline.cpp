@@ -237,6 +237,9 @@ void build_base_model(RunContext& run) {
   }
   model->to(torch::kCPU);
   models::save_model(model, dir);
+  // transformers' AutoTokenizer needs to be told what the tokenizer.model beside it is.
+  write_file_atomically(dir + "/tokenizer_config.json",
+                        models::sentencepiece_tokenizer_config(*run.tokenizer).dump(2) + "\n");
   say("saved the base model in HF layout to " + dir);
 }
 
