@@ -12,7 +12,7 @@ with 5% warm-up then cosine, batch 16, gradient norm clipped at 1.0.
   python3 scripts/copy_drill_reference.py [--drills 30000] [--lr 3e-3] [--seed 1]
 
 Compare its loss curve with the `pretrain` records of metrics.jsonl of
-`citeforge run configs/demo.yaml --out DIR --set 'settings=[sft]' --set data.synth.train=50
+`citeforge run configs/demo_built.yaml --out DIR --set 'settings=[sft]' --set data.synth.train=50
 --set data.synth.pretrain=0 --set pretrain.copy_drills=30000 ...` (experiments/demo_ablations.md).
 Uses the venv of scripts/reference_venv.sh; CPU only.
 """

@@ -1,4 +1,4 @@
-"""The demo's model (configs/demo.yaml model.build) as an HF transformers Llama, initialised
+"""The demo's model (configs/demo_built.yaml model.build) as an HF transformers Llama, initialised
 as citeforge initialises a built model: N(0, 0.02) weights, norms at 1. Shared by the Python
 references (copy_drill_reference.py, reading_reference.py) so they train the same model."""
 import torch

@@ -21,7 +21,7 @@ using namespace citeforge;
 
 int main(int argc, char** argv) {
   std::string run = "runs/demo", device_name = "cpu", out;
-  int iterations = 10, batch = 32, lora_r = 64;  // configs/demo.yaml: r 64, alpha 64
+  int iterations = 10, batch = 32, lora_r = 64;  // configs/demo_built.yaml: r 64, alpha 64
   bool nf4 = false;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];

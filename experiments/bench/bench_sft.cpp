@@ -1,4 +1,4 @@
-// SFT step time and tokens/s on CPU for the demo-shaped model (configs/demo.yaml: hidden 128,
+// SFT step time and tokens/s on CPU for the demo-shaped model (configs/demo_built.yaml: hidden 128,
 // 4 layers, vocab 1024): full fine-tuning of a dense model, LoRA over a dense base, and LoRA
 // over an NF4 base (QLoRA), plus forward-only passes of the dense and NF4 bases to show what
 // dequantising on the fly costs. Random weights and tokens; the arithmetic is what matters.
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   md << "# SFT step time on CPU (demo-shaped model)\n\n"
      << "Command: `build/bench_sft --steps " << steps << (out.empty() ? "" : " --out " + out)
      << "`. Batch " << kBatch << " x " << kSeq
-     << " tokens, fp32, AdamW; the model of configs/demo.yaml (hidden 128, 4 layers, vocab 1024) "
+     << " tokens, fp32, AdamW; the model of configs/demo_built.yaml (hidden 128, 4 layers, vocab 1024) "
         "with random weights. LibTorch intra-op threads: "
      << torch::get_num_threads() << ".\n\n"
      << "| setting | trainable parameters | ms per step | tokens/s |\n|---|---|---|---|\n";

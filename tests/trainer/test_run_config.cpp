@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 
 #include "common/error.h"
@@ -86,8 +85,17 @@ TEST_CASE("config errors name the file, line and key path", "[trainer][config][e
 }
 
 TEST_CASE("the shipped configs load", "[trainer][config]") {
-  auto demo = trainer::load_run_config(testing::source_path("configs/demo.yaml"));
-  CHECK(demo.model.build_enabled);
+  auto built = trainer::load_run_config(testing::source_path("configs/demo_built.yaml"));
+  CHECK(built.model.build_enabled);
+  CHECK(built.settings.size() == 3);
+  // The embedded default names the GGUF that scripts/setup.sh links, relative to the root.
+  const auto root = std::filesystem::current_path();
+  std::filesystem::current_path(testing::source_path(""));
+  auto demo = trainer::load_run_config("configs/demo.yaml");
+  std::filesystem::current_path(root);
+  CHECK(demo.model.path == "weights/SmolLM2-135M-Instruct.Q4_1.gguf");
+  CHECK(demo.model.quantization == "nf4");
+  CHECK(demo.model.chat_format == "smollm2");
   CHECK(demo.settings.size() == 3);
   // The SynSciQA configs run from the repository root (their data paths are relative to it);
   // the 7B ones name a model directory a user downloads, replaced here by a small real model.
@@ -100,8 +108,8 @@ TEST_CASE("the shipped configs load", "[trainer][config]") {
   auto smoke = trainer::load_run_config("configs/synsciqa/sft.yaml");
   CHECK(smoke.data.test_sets.at(1).ood);
   const std::string small = "model.path=" + testing::shared_path("models/stories260K");
-  for (const char* name : {"llama2_7b_chat_qlora", "mistral_7b_instruct_qlora",
-                           "mistral_7b_instruct_sft_ppo"}) {
+  for (const char* name :
+       {"llama2_7b_chat_qlora", "mistral_7b_instruct_qlora", "mistral_7b_instruct_sft_ppo"}) {
     INFO(name);
     auto c = trainer::load_run_config(std::string("configs/synsciqa/") + name + ".yaml", {small});
     CHECK(c.model.quantization == "nf4");
