@@ -141,3 +141,22 @@ TEST_CASE("the SynSciQA SFT config runs on stories260K, prompts cut to its conte
   CHECK(results.size() == 4);  // (base-0, sft-1) x (synsciqa_test, gensearch_test)
   CHECK(fs::exists(out / "eval/sft-1/gensearch_test.h5"));
 }
+
+TEST_CASE("the built-model demo config runs end to end, with chance references",
+          "[trainer][pipeline][demo]") {
+  auto out = testing::temp_dir("run-demo-built") / "run";
+  auto r = testing::run_citeforge("run configs/demo_built.yaml --out " + out.string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  for (const char* f : {"base_model/tokenizer_config.json", "selection.json",
+                        "tables/table2_test.md", "eval/sft+ppo-2/test_ood.h5"})
+    CHECK(fs::exists(out / f));
+  auto results = nlohmann::json::parse(read_file((out / "results.json").string()));
+  // base-0, sft-1, sft-2, ppo-1, ppo-2, sft+ppo-1, sft+ppo-2 on three test sets.
+  CHECK(results.size() == 21);
+  for (const auto& record : results)
+    for (const char* m : {"chance_precision", "chance_recall", "chance_f1", "chance_reward"})
+      CHECK(record["metrics"].contains(m));
+  CHECK(r.output.find("| Tuning  | Epoch |                F1 | F1 chance |") != std::string::npos);
+  fs::remove_all(out.parent_path());
+}
