@@ -266,7 +266,7 @@ std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::
 }
 
 bool is_gguf_path(const std::string& path) {
-  return path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
+  return path.size() > 5 && path.ends_with(".gguf");
 }
 
 }  // namespace citeforge::models

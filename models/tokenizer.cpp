@@ -12,16 +12,23 @@ namespace citeforge::models {
 
 namespace fs = std::filesystem;
 
-std::string find_tokenizer(const std::string& model_dir) {
+std::string tokenizer_file_in(const std::string& model_dir) {
   for (const char* name : {"tokenizer.model", "tokenizer.json"})
     if (fs::exists(fs::path(model_dir) / name)) return (fs::path(model_dir) / name).string();
-  fail_at(model_dir, "", "no tokenizer.model or tokenizer.json in the model directory");
+  return "";
+}
+
+std::string find_tokenizer(const std::string& model_dir) {
+  std::string file = tokenizer_file_in(model_dir);
+  if (file.empty())
+    fail_at(model_dir, "", "no tokenizer.model or tokenizer.json in the model directory");
+  return file;
 }
 
 Tokenizer::Tokenizer(const std::string& path) : path_(path) {
   if (!fs::exists(path)) fail_at(path, "", "tokenizer not found");
   if (fs::is_directory(path)) path_ = find_tokenizer(path);
-  if (path_.size() >= 5 && path_.compare(path_.size() - 5, 5, ".json") == 0) {
+  if (path_.ends_with(".json")) {
     bpe_ = std::make_unique<BpeTokenizer>(read_tokenizer_json(path_), path_);
     return;
   }

@@ -19,7 +19,9 @@ class BpeTokenizer;
 struct BpeVocabulary;
 
 // The tokenizer file of a model directory: tokenizer.model when there is one (SentencePiece),
-// else tokenizer.json; neither is an Error naming the directory.
+// else tokenizer.json; "" when it has neither.
+std::string tokenizer_file_in(const std::string& model_dir);
+// tokenizer_file_in, with neither file an Error naming the directory.
 std::string find_tokenizer(const std::string& model_dir);
 
 class Tokenizer {

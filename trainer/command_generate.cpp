@@ -1,7 +1,6 @@
 // citeforge generate: decode a continuation of a prompt with a model directory in HF layout.
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 
 #include "common/error.h"
@@ -23,7 +22,6 @@ int command_generate(const Args& raw) {
                 {"model", "adapter", "tokenizer", "prompt", "prompt-file", "max-new-tokens",
                  "temperature", "top-p", "seed", "chat", "system", "device", "stop", "logits-out"},
                 {"greedy"});
-  namespace fs = std::filesystem;
   std::string model_dir = args.require("model");
   if (models::is_gguf_path(model_dir))
     model_dir = models::gguf_model_dir(model_dir, [](const std::string& line) {

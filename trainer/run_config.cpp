@@ -403,10 +403,10 @@ void validate(RunConfig& c) {
   }
   // A model directory's own tokenizer (tokenizer.model, else tokenizer.json); a GGUF file's is
   // found after its import (trainer/pipeline.cpp).
+  // A directory with neither keeps the tokenizer.model path, which the check below reports.
   if (c.model.tokenizer.empty() && c.model.tokenizer_vocab == 0 && !gguf) {
-    c.model.tokenizer = c.model.path + "/tokenizer.model";
-    if (!file_exists(c.model.tokenizer) && file_exists(c.model.path + "/tokenizer.json"))
-      c.model.tokenizer = c.model.path + "/tokenizer.json";
+    c.model.tokenizer = models::tokenizer_file_in(c.model.path);
+    if (c.model.tokenizer.empty()) c.model.tokenizer = c.model.path + "/tokenizer.model";
   }
   if (!c.model.tokenizer.empty())
     require(file_exists(c.model.tokenizer), f, "model.tokenizer",

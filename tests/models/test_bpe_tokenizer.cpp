@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "models/bpe_tokenizer.h"
 #include "models/tokenizer.h"
+#include "tests/models/byte_level_tokens.h"
 #include "tests/test_paths.h"
 
 using namespace citeforge;
@@ -18,17 +19,7 @@ models::BpeVocabulary vocabulary(const std::vector<std::pair<std::string, std::s
                                  const std::vector<std::string>& added = {},
                                  const std::string& pre = "smollm") {
   models::BpeVocabulary v;
-  uint32_t next = 256;
-  for (uint32_t b = 0; b < 256; ++b) {
-    bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-    uint32_t cp = printable ? b : next++;
-    std::string s;
-    if (cp < 0x80)
-      s += char(cp);
-    else
-      s += char(0xC0 | (cp >> 6)), s += char(0x80 | (cp & 0x3F));
-    v.tokens.push_back(s);
-  }
+  v.tokens = testing::byte_level_tokens();
   for (const auto& [a, b] : merges) {
     v.merges.emplace_back(a, b);
     v.tokens.push_back(a + b);

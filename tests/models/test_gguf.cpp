@@ -9,6 +9,7 @@
 #include "models/gguf.h"
 #include "models/gguf_import.h"
 #include "models/tokenizer.h"
+#include "tests/models/byte_level_tokens.h"
 #include "tests/models/gguf_builder.h"
 #include "tests/test_paths.h"
 
@@ -29,23 +30,6 @@ std::string u16_bytes(std::initializer_list<uint16_t> values) {
   std::string out;
   for (auto v : values) GgufBuilder::put<uint16_t>(out, v);
   return out;
-}
-
-// The 256 byte-level tokens GPT-2 uses, in byte order, so byte b has id b.
-std::vector<std::string> byte_level_tokens() {
-  std::vector<std::string> tokens;
-  uint32_t next = 256;
-  for (uint32_t b = 0; b < 256; ++b) {
-    bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-    uint32_t cp = printable ? b : next++;
-    std::string s;
-    if (cp < 0x80)
-      s += char(cp);
-    else
-      s += char(0xC0 | (cp >> 6)), s += char(0x80 | (cp & 0x3F));
-    tokens.push_back(s);
-  }
-  return tokens;
 }
 
 // llama.cpp's converter permutation of q/k rows (the inverse of what the importer applies).
@@ -75,7 +59,7 @@ struct TinyGguf {
     b.u32("llama.attention.head_count_kv", kv_heads);
     b.f32("llama.rope.freq_base", 10000.0f);
     b.f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    auto tokens = byte_level_tokens();
+    auto tokens = testing::byte_level_tokens();
     tokens.push_back("Ġt");
     tokens.push_back("Ġth");
     tokens.push_back("<|im_start|>");
