@@ -84,7 +84,10 @@ std::string encode_shard(const TrajectoryShard& shard) {
     w.put_list(t.logprobs[i]);
     w.put_text(t.answers[i]);
     w.put<double>(t.scores[i]);
+    w.put<double>(t.precisions[i]);
+    w.put<double>(t.recalls[i]);
     w.put<double>(t.answer_words[i]);
+    w.put<uint8_t>(t.truncated[i]);
   }
   return w.out;
 }
@@ -107,7 +110,10 @@ TrajectoryShard decode_shard(const std::string& bytes, const std::string& what) 
     t.logprobs.push_back(r.get_list<float>());
     t.answers.push_back(r.get_text());
     t.scores.push_back(r.get<double>());
+    t.precisions.push_back(r.get<double>());
+    t.recalls.push_back(r.get<double>());
     t.answer_words.push_back(r.get<double>());
+    t.truncated.push_back(r.get<uint8_t>());
   }
   if (r.at != bytes.size())
     throw Error(what + ": " + std::to_string(bytes.size() - r.at) + " trailing bytes");
@@ -141,7 +147,10 @@ Trajectories join_shards(std::vector<TrajectoryShard> shards, int64_t rows,
     move_into(all.logprobs, t.logprobs);
     move_into(all.answers, t.answers);
     move_into(all.scores, t.scores);
+    move_into(all.precisions, t.precisions);
+    move_into(all.recalls, t.recalls);
     move_into(all.answer_words, t.answer_words);
+    move_into(all.truncated, t.truncated);
   }
   if (int64_t(all.prompts.size()) != rows)
     throw Error("trajectory shards hold " + std::to_string(all.prompts.size()) +

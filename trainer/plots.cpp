@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/error.h"
 #include "common/file_io.h"
@@ -196,6 +198,118 @@ PlotReport write_plots(const std::string& run_dir, const std::vector<ResultRecor
       else
         report.warnings.push_back("plots: gnuplot did not write " + image);
     }
+  }
+  return report;
+}
+
+namespace {
+
+// The columns of ppo.dat after the iteration, in order, and which figure draws each.
+struct PpoColumn {
+  const char* key;
+  const char* figure;  // "reward" or "kl"
+  const char* title;
+};
+constexpr PpoColumn kPpoColumns[] = {
+    {"reward_mean", "reward", "reward"}, {"precision_mean", "reward", "precision"},
+    {"recall_mean", "reward", "recall"}, {"kl_k1", "kl", "KL (k1)"},
+    {"kl_k3", "kl", "KL (k3)"},          {"beta", "kl", "beta (right axis)"},
+};
+
+}  // namespace
+
+PlotReport write_ppo_plots(const std::string& run_dir, const PlotOptions& options) {
+  PlotReport report;
+  const fs::path metrics = fs::path(run_dir) / "metrics.jsonl";
+  if (!fs::exists(metrics)) return report;
+  // stage -> iteration -> record (the last one logged wins: a resumed run repeats iterations).
+  std::map<std::string, std::map<int64_t, nlohmann::json>> stages;
+  std::istringstream lines(read_file(metrics.string()));
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    if (line.empty()) continue;
+    auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (record.is_discarded()) {
+      report.warnings.push_back("plots: " + metrics.string() + " line " + std::to_string(number) +
+                                " is not JSON; skipped");
+      continue;
+    }
+    if (!record.is_object() || !record.contains("reward_mean") || !record.contains("iteration") ||
+        !record.contains("stage"))
+      continue;
+    stages[record["stage"].get<std::string>()][record["iteration"].get<int64_t>()] = record;
+  }
+  if (stages.empty()) return report;
+
+  const fs::path dir = fs::path(run_dir) / "plots";
+  fs::create_directories(dir);
+  const std::string data_path = (dir / "ppo.dat").string();
+  const std::string script_path = (dir / "ppo.gp").string();
+  std::string data = "# iteration";
+  for (const auto& c : kPpoColumns) data += std::string(" ") + c.key;
+  data += "\n";
+  std::vector<std::string> names;
+  for (const auto& [stage, records] : stages) {
+    if (!names.empty()) data += "\n\n";
+    names.push_back(stage);
+    data += "# setting " + stage + "\n";
+    for (const auto& [it, r] : records) {
+      data += std::to_string(it);
+      for (const auto& c : kPpoColumns)
+        data += " " + number(r.contains(c.key) && r[c.key].is_number() ? r[c.key].get<double>()
+                                                                       : std::nan(""));
+      data += "\n";
+    }
+  }
+  const std::vector<std::string> images = {(dir / "ppo_reward.png").string(),
+                                           (dir / "ppo_kl.png").string()};
+  std::string script = "# PPO training curves; data in " + data_path +
+                       ".\nset terminal pngcairo size 800,500 noenhanced\n"
+                       "set key outside right top\nset grid\nset xlabel 'iteration'\n";
+  const char* figures[] = {"reward", "kl"};
+  for (int f = 0; f < 2; ++f) {
+    const std::string figure = figures[f];
+    script += "\nset output " + quoted(images[f]) + "\n";
+    script += "set title " +
+              quoted(figure == "reward" ? "PPO reward and its parts"
+                                        : "KL to the reference and its coefficient") +
+              "\n";
+    script +=
+        "set ylabel " + quoted(figure == "reward" ? "mean per answer" : "nats per answer") + "\n";
+    if (figure == "kl") script += "set y2label 'beta'\nset y2tics\n";
+    script += "plot ";
+    bool first = true;
+    for (std::size_t s = 0; s < names.size(); ++s)
+      for (std::size_t c = 0; c < std::size(kPpoColumns); ++c) {
+        if (kPpoColumns[c].figure != figure) continue;
+        if (!first) script += ", \\\n     ";
+        first = false;
+        const bool beta = std::string(kPpoColumns[c].key) == "beta";
+        script += quoted(data_path) + " index " + std::to_string(s) +
+                  " using 1:" + std::to_string(c + 2) + " with linespoints" +
+                  (beta ? " axes x1y2" : "") + " title " +
+                  quoted(stage_title(names[s]) + ": " + kPpoColumns[c].title);
+      }
+    script += "\n";
+    if (figure == "kl") script += "unset y2label\nunset y2tics\n";
+  }
+  script += "unset output\n";
+  write_file_atomically(data_path, data);
+  write_file_atomically(script_path, script);
+  report.scripts.push_back(script_path);
+  for (const auto& image : images) fs::remove(image);
+  const std::string log = (dir / "ppo.log").string();
+  std::string problem = run_gnuplot(options.gnuplot, script_path, log);
+  if (!problem.empty()) {
+    report.warnings.push_back("plots: " + problem);
+    return report;
+  }
+  fs::remove(log);
+  for (const auto& image : images) {
+    if (fs::exists(image))
+      report.images.push_back(image);
+    else
+      report.warnings.push_back("plots: gnuplot did not write " + image);
   }
   return report;
 }

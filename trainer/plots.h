@@ -27,4 +27,12 @@ struct PlotReport {
 PlotReport write_plots(const std::string& run_dir, const std::vector<ResultRecord>& results,
                        const PlotOptions& options = {});
 
+// PPO's training curves from RUN_DIR/metrics.jsonl: RUN_DIR/plots/ppo.dat and ppo.gp, rendered
+// as ppo_reward.png (reward with its precision and recall parts) and ppo_kl.png (KL to the
+// reference, k1 and k3, and the KL coefficient) against iterations, a line per PPO setting.
+// When a resumed run logged an iteration twice, the later record counts. A run without PPO
+// records writes nothing; a line that is not JSON (a run killed mid-write) is skipped with a
+// warning naming it.
+PlotReport write_ppo_plots(const std::string& run_dir, const PlotOptions& options = {});
+
 }  // namespace citeforge::trainer

@@ -27,8 +27,10 @@ PpoStats ppo_update_data_parallel(PpoLearner& l, const Trajectories& batch, uint
   const torch::Device device = l.params.front().device();
   const int64_t B = int64_t(batch.prompts.size());
   PpoStats stats;
+  set_learning_rate(l, iteration);
+  stats.lr = ppo_learning_rate(c, iteration);
   // The scoring pass of ppo_update, on the whole batch (see the header for why).
-  const auto scored = score_batch(l, batch, stats);
+  const auto scored = score_batch(l, batch, stats, iteration);
   const auto& [packed, old_logprobs, old_values, advantages, returns] = scored;
   const auto& mask = packed.mask;
 
@@ -54,6 +56,8 @@ PpoStats ppo_update_data_parallel(PpoLearner& l, const Trajectories& batch, uint
       auto vl = value_loss(out.values, old_values.index_select(0, rows),
                            returns.index_select(0, rows), m, c.clip_range_value);
       auto entropy = entropy_from_logits(out.logits, m);
+      // This learner's rows only: a maximum does not add up across learners.
+      if (stats.minibatch_updates == 0) stats.first_ratio_deviation = pl.ratio_max_deviation;
       auto loss = (pl.loss + c.value_coef * vl.loss - c.entropy_coef * entropy) * weight;
       if (nan_injected_at("ppo", iteration)) loss = loss * std::nan("");
       const bool finite = all_finite(loss);

@@ -33,6 +33,7 @@ RolloutOptions ppo_rollout_options(const RunContext& run, const std::string& sta
   options.temperature = c.temperature;
   options.top_p = c.top_p;
   options.max_new_tokens = c.max_new_tokens;
+  options.missing_eos_penalty = c.missing_eos_penalty;
   options.seed = data::derive_seed(run.config.seed, stage + "/sample/" + std::to_string(it));
   return options;
 }
@@ -67,6 +68,9 @@ models::ValueHead make_ppo_value_head(const RunContext& run, const std::string& 
   torch::manual_seed(data::derive_seed(run.config.seed, stage + "/value_head"));
   models::ValueHeadOptions head_options;
   head_options.hidden_size = run.model->config.hidden_size;
+  // Values of order 1/sqrt(hidden) at the start, whatever the width (OpenRLHF's choice): with a
+  // fixed std of 0.02 a 4096-wide model starts at values of order 1 against rewards in [0, 1].
+  head_options.init_std = 1.0 / double(head_options.hidden_size + 1);
   models::ValueHead value_head(head_options);
   value_head->to(run.device);
   return value_head;
@@ -79,25 +83,54 @@ NamedTensors ppo_trainable(RunContext& run, models::ValueHead& value_head) {
   return trainable;
 }
 
+namespace {
+
+// Every token the iteration pushed through the model (prompts and answers, once per pass it
+// counts them in: rollout, scoring and update), per second of the whole iteration.
+double tokens_per_second(const PpoStats& s, double rollout_s) {
+  const double seconds = rollout_s + s.reference_value_seconds + s.update_seconds;
+  const double tokens = double(s.sequences) * (s.prompt_tokens + s.response_tokens);
+  return seconds > 0 ? tokens / seconds : 0.0;
+}
+
+nlohmann::json finite_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+}  // namespace
+
 nlohmann::json ppo_metrics_record(const std::string& stage, int64_t it, const PpoStats& s,
                                   double rollout_s) {
   return nlohmann::json{{"stage", stage},
                         {"iteration", it},
                         {"reward_mean", s.reward_mean},
                         {"reward_std", s.reward_std},
+                        {"precision_mean", s.precision_mean},
+                        {"recall_mean", s.recall_mean},
+                        {"truncated_share", s.truncated_share},
                         {"kl", s.kl},
+                        {"kl_k1", s.kl_k1},
+                        {"kl_k3", s.kl_k3},
                         {"beta", s.beta},
+                        {"lr", s.lr},
+                        {"logprob_gap_max", s.logprob_gap_max},
+                        {"logprob_gap_mean", s.logprob_gap_mean},
                         {"entropy", s.entropy},
                         {"clip_fraction", s.clip_fraction},
                         {"value_clip_fraction", s.value_clip_fraction},
+                        {"first_ratio_deviation", s.first_ratio_deviation},
                         {"policy_loss", s.policy_loss},
                         {"value_loss", s.value_loss},
                         {"approx_kl", s.approx_kl},
-                        {"explained_variance", std::isfinite(s.explained_variance)
-                                                   ? nlohmann::json(s.explained_variance)
-                                                   : nlohmann::json()},
+                        {"explained_variance", finite_or_null(s.explained_variance)},
+                        {"advantage_mean", s.advantage_mean},
+                        {"advantage_std", s.advantage_std},
+                        {"return_mean", s.return_mean},
+                        {"return_std", s.return_std},
                         {"answer_words", s.answer_words},
                         {"response_tokens", s.response_tokens},
+                        {"prompt_tokens", s.prompt_tokens},
+                        {"tokens_per_s", tokens_per_second(s, rollout_s)},
                         {"early_stopped", s.early_stopped},
                         {"rollout_s", rollout_s},
                         {"reference_value_s", s.reference_value_seconds},
@@ -105,12 +138,16 @@ nlohmann::json ppo_metrics_record(const std::string& stage, int64_t it, const Pp
 }
 
 std::string ppo_status_line(const PpoStats& s, double rollout_s) {
-  char status[200];
+  char status[320];
   std::snprintf(status, sizeof status,
-                "reward %.3f±%.3f  kl %.3f  beta %.3f  ent %.2f  clip %.2f  vloss %.4f  "
-                "words %.1f  t %.1f/%.1f/%.1fs",
-                s.reward_mean, s.reward_std, s.kl, s.beta, s.entropy, s.clip_fraction, s.value_loss,
-                s.answer_words, rollout_s, s.reference_value_seconds, s.update_seconds);
+                "reward %.3f±%.3f (P %.2f R %.2f)  cut %.0f%%  kl %.3f/%.3f  beta %.3f  "
+                "ent %.2f  clip %.2f/%.2f  akl %.4f  ev %.2f  gap %.1e  len %.1f  "
+                "%.0f tok/s  t %.1f/%.1f/%.1fs",
+                s.reward_mean, s.reward_std, s.precision_mean, s.recall_mean,
+                100 * s.truncated_share, s.kl_k1, s.kl_k3, s.beta, s.entropy, s.clip_fraction,
+                s.value_clip_fraction, s.approx_kl, s.explained_variance, s.logprob_gap_max,
+                s.response_tokens, tokens_per_second(s, rollout_s), rollout_s,
+                s.reference_value_seconds, s.update_seconds);
   return status;
 }
 

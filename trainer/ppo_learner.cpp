@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <tuple>
 
 #include "common/error.h"
 #include "common/fault.h"
@@ -23,15 +25,28 @@ PpoLearner make_ppo_learner(models::LlamaForCausalLM policy, models::ValueHead v
   l.policy = policy;
   l.value_head = value_head;
   l.config = config;
+  // The controller counts its horizon in sequences (Ziegler et al.); the config in iterations.
   l.kl = config.adaptive_kl
-             ? adaptive_kl_controller(config.kl_coef, config.kl_target, config.kl_horizon)
+             ? adaptive_kl_controller(config.kl_coef, config.kl_target,
+                                      int64_t(config.kl_horizon_iterations) * config.batch_size)
              : fixed_kl_controller(config.kl_coef);
   for (auto& [name, p] : models::lora_parameters(policy)) l.params.push_back(p);
   for (auto& p : value_head->parameters()) l.params.push_back(p);
   l.optimizer = std::make_unique<torch::optim::AdamW>(
-      l.params, torch::optim::AdamWOptions(config.lr).weight_decay(0.0));
+      l.params, torch::optim::AdamWOptions(config.lr).eps(config.adam_eps).weight_decay(0.0));
   l.pad_id = pad_id;
   return l;
+}
+
+double ppo_learning_rate(const PpoSection& c, int64_t it) {
+  if (c.lr_schedule != "linear") return c.lr;
+  return c.lr * (1.0 - double(it - 1) / double(c.iterations));
+}
+
+void set_learning_rate(PpoLearner& l, int64_t iteration) {
+  const double lr = ppo_learning_rate(l.config, iteration);
+  for (auto& group : l.optimizer->param_groups())
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
 
 PackedTrajectories pack_trajectories(const Trajectories& t, int64_t pad_id,
@@ -80,7 +95,9 @@ PolicyOutputs policy_outputs(models::LlamaForCausalLM& policy, models::ValueHead
   // The state before response token t is the hidden state at position P + t - 1.
   auto states = hidden.narrow(1, P - 1, R);
   PolicyOutputs out;
-  out.logits = policy->logits(states).to(torch::kFloat32) / temperature;
+  // The output layer runs in fp32 whatever the model's dtype: log-probabilities of a bf16
+  // matmul are too coarse for the ratio and the KL that PPO reads from them.
+  out.logits = policy->logits(states.to(torch::kFloat32)) / temperature;
   out.logprobs = torch::log_softmax(out.logits, -1)
                      .gather(-1, packed.responses.index_select(0, rows).unsqueeze(-1))
                      .squeeze(-1);
@@ -88,7 +105,40 @@ PolicyOutputs policy_outputs(models::LlamaForCausalLM& policy, models::ValueHead
   return out;
 }
 
-ScoredBatch score_batch(PpoLearner& l, const Trajectories& batch, PpoStats& stats) {
+namespace {
+
+// Mean and standard deviation of x over the real tokens of `mask`.
+std::pair<double, double> masked_mean_std(const torch::Tensor& x, const torch::Tensor& mask) {
+  const double mean = masked_mean(x, mask).item<double>();
+  const double var = mask.sum().item<double>() > 1 ? masked_var(x, mask).item<double>() : 0.0;
+  return {mean, std::sqrt(var)};
+}
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0.0 : sum / double(v.size());
+}
+
+// The sampler's log-probabilities of the response tokens, packed like `packed.responses`.
+torch::Tensor sampler_logprobs(const Trajectories& t, const PackedTrajectories& packed) {
+  const int64_t B = int64_t(t.responses.size()), R = packed.response_width;
+  auto out = torch::zeros({B, R}, torch::kFloat32);
+  auto a = out.accessor<float, 2>();
+  for (int64_t b = 0; b < B; ++b) {
+    if (t.logprobs[b].size() != t.responses[b].size())
+      throw Error("ppo: trajectory " + std::to_string(b) + " has " +
+                  std::to_string(t.logprobs[b].size()) + " sampling log-probabilities for " +
+                  std::to_string(t.responses[b].size()) + " response tokens");
+    for (std::size_t i = 0; i < t.logprobs[b].size(); ++i) a[b][int64_t(i)] = t.logprobs[b][i];
+  }
+  return out.to(packed.mask.device());
+}
+
+}  // namespace
+
+ScoredBatch score_batch(PpoLearner& l, const Trajectories& batch, PpoStats& stats,
+                        int64_t iteration) {
   const auto& c = l.config;
   const torch::Device device = l.params.front().device();
   const int64_t B = int64_t(batch.prompts.size());
@@ -109,8 +159,30 @@ ScoredBatch score_batch(PpoLearner& l, const Trajectories& batch, PpoStats& stat
     models::ReferencePolicy reference(l.policy);
     ref_logprobs = policy_outputs(l.policy, nullptr, s.packed, all_rows, c.temperature).logprobs;
   }
+  // The learner must see the tokens the sampler drew with the probabilities it drew them with:
+  // a shift, a packing error or weights the rollout did not use show up here first.
+  auto gap = (sampler_logprobs(batch, s.packed) - s.old_logprobs).abs();
+  stats.logprob_gap_max =
+      torch::where(mask.to(torch::kBool), gap, torch::zeros_like(gap)).max().item<double>();
+  stats.logprob_gap_mean = masked_mean(gap, mask).item<double>();
+  if (c.max_logprob_gap > 0 && !(stats.logprob_gap_max <= c.max_logprob_gap)) {
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "ppo: iteration %lld: the learner's log-probabilities of the sampled tokens "
+                  "differ from the sampler's by up to %.4g nats (mean %.4g), over "
+                  "ppo.max_logprob_gap = %.4g; the trajectories and the learner disagree on the "
+                  "tokens, their positions or the weights, so the update was not made",
+                  (long long)iteration, stats.logprob_gap_max, stats.logprob_gap_mean,
+                  c.max_logprob_gap);
+    throw Error(text);
+  }
   const auto estimator = c.kl_estimator == "k3" ? KlEstimator::k3 : KlEstimator::k1;
   auto kl = kl_per_token(s.old_logprobs, ref_logprobs, estimator);
+  auto per_sequence = [&](KlEstimator e) {
+    return masked_sum(kl_per_token(s.old_logprobs, ref_logprobs, e), mask, 1).mean().item<double>();
+  };
+  stats.kl_k1 = per_sequence(KlEstimator::k1);
+  stats.kl_k3 = per_sequence(KlEstimator::k3);
   auto scores = torch::tensor(batch.scores, torch::kFloat64).to(torch::kFloat32).to(device);
   auto rewards = token_rewards(scores, kl, mask, l.kl.beta);
   auto advantage = gae(rewards, s.old_values, mask, c.gamma, c.lam);
@@ -120,11 +192,19 @@ ScoredBatch score_batch(PpoLearner& l, const Trajectories& batch, PpoStats& stat
   stats.beta = l.kl.beta;
   stats.reward_mean = scores.mean().item<double>();
   stats.reward_std = B > 1 ? scores.std().item<double>() : 0.0;
+  stats.precision_mean = mean_of(batch.precisions);
+  stats.recall_mean = mean_of(batch.recalls);
+  std::vector<double> cut(batch.truncated.begin(), batch.truncated.end());
+  stats.truncated_share = mean_of(cut);
+  std::tie(stats.advantage_mean, stats.advantage_std) = masked_mean_std(advantage.advantages, mask);
+  std::tie(stats.return_mean, stats.return_std) = masked_mean_std(s.returns, mask);
   stats.explained_variance = explained_variance(s.old_values, s.returns, mask);
-  double words = 0;
-  for (double w : batch.answer_words) words += w;
-  stats.answer_words = words / double(B);
+  stats.answer_words = mean_of(batch.answer_words);
   stats.response_tokens = mask.sum().item<double>() / double(B);
+  double prompt_tokens = 0;
+  for (const auto& p : batch.prompts) prompt_tokens += double(p.size());
+  stats.prompt_tokens = prompt_tokens / double(B);
+  stats.sequences = B;
   stats.reference_value_seconds = seconds_since(start);
   return s;
 }
@@ -135,7 +215,9 @@ PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_s
   const torch::Device device = l.params.front().device();
   const int64_t B = int64_t(batch.prompts.size());
   PpoStats stats;
-  const auto scored = score_batch(l, batch, stats);
+  set_learning_rate(l, iteration);
+  stats.lr = ppo_learning_rate(c, iteration);
+  const auto scored = score_batch(l, batch, stats, iteration);
   const auto& [packed, old_logprobs, old_values, advantages, returns] = scored;
   const auto& mask = packed.mask;
 
@@ -176,6 +258,7 @@ PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_s
       sum_clip += pl.clip_fraction;
       sum_vclip += vl.clip_fraction;
       sum_kl += pl.approx_kl;
+      if (stats.minibatch_updates == 1) stats.first_ratio_deviation = pl.ratio_max_deviation;
       if (c.kl_stop > 0 && pl.approx_kl > c.kl_stop) {
         stats.early_stopped = true;
         break;

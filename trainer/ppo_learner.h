@@ -32,20 +32,44 @@ struct PpoLearner {
 PpoLearner make_ppo_learner(models::LlamaForCausalLM policy, models::ValueHead value_head,
                             const PpoSection& config, int64_t pad_id);
 
+// What one PPO update saw and did: the per-iteration diagnostics of metrics.jsonl
+// (docs/ppo.md names each).
 struct PpoStats {
+  // The batch: reward and its parts, the share of answers cut at max_new_tokens, lengths.
   double reward_mean = 0, reward_std = 0;
-  double kl = 0;  // mean per-sequence KL to the reference (summed over tokens)
-  double beta = 0;
+  double precision_mean = 0, recall_mean = 0;
+  double truncated_share = 0;
+  int64_t sequences = 0;
+  double answer_words = 0, response_tokens = 0, prompt_tokens = 0;  // means per sequence
+  // KL to the reference: mean per-sequence sum over tokens, with the configured estimator
+  // (`kl`, the one the penalty uses) and with both k1 and k3.
+  double kl = 0, kl_k1 = 0, kl_k3 = 0;
+  double beta = 0, lr = 0;
+  // Sampler vs learner: the largest and the mean |log-prob difference| of the sampled tokens.
+  double logprob_gap_max = 0, logprob_gap_mean = 0;
+  // Raw (unwhitened) advantages and the returns, over real tokens.
+  double advantage_mean = 0, advantage_std = 0, return_mean = 0, return_std = 0;
+  double explained_variance = 0;
+  // The update: means over minibatches, and max |ratio - 1| on the first minibatch (0 up to
+  // rounding: the policy has not moved yet).
   double entropy = 0, clip_fraction = 0, value_clip_fraction = 0;
-  double policy_loss = 0, value_loss = 0, approx_kl = 0, explained_variance = 0;
-  double answer_words = 0, response_tokens = 0;
+  double policy_loss = 0, value_loss = 0, approx_kl = 0;
+  double first_ratio_deviation = 0;
   int64_t minibatch_updates = 0;
   bool early_stopped = false;
   double reference_value_seconds = 0, update_seconds = 0;
 };
 
+// The learning rate of iteration `it` (1-based): ppo.lr, or with lr_schedule linear decaying
+// from ppo.lr at the first iteration towards 0 after the last.
+double ppo_learning_rate(const PpoSection& config, int64_t it);
+// Sets the optimiser's learning rate to ppo_learning_rate(config, iteration).
+void set_learning_rate(PpoLearner& learner, int64_t iteration);
+
 // One PPO update from `batch`. `shuffle_seed` orders the minibatches. Throws Error (naming
-// `iteration`) on a non-finite loss, before any parameter changes from that minibatch.
+// `iteration`) on a non-finite loss, before any parameter changes from that minibatch, and when
+// the learner's log-probabilities of the sampled tokens stray from the sampler's by more than
+// ppo.max_logprob_gap.
 PpoStats ppo_update(PpoLearner& learner, const Trajectories& batch, uint64_t shuffle_seed,
                     int64_t iteration);
 
@@ -77,6 +101,7 @@ struct ScoredBatch {
   PackedTrajectories packed;
   torch::Tensor old_logprobs, old_values, advantages, returns;  // [B, R]
 };
-ScoredBatch score_batch(PpoLearner& learner, const Trajectories& batch, PpoStats& stats);
+ScoredBatch score_batch(PpoLearner& learner, const Trajectories& batch, PpoStats& stats,
+                        int64_t iteration);
 
 }  // namespace citeforge::trainer

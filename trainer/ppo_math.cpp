@@ -261,6 +261,8 @@ PolicyLoss policy_loss(const torch::Tensor& logprobs_new, const torch::Tensor& l
   out.approx_kl = 0.5 * masked_mean(log_ratio.pow(2), m).item<double>();
   out.approx_kl_k3 = masked_mean(torch::expm1(log_ratio) - log_ratio, m).item<double>();
   out.ratio_mean = masked_mean(ratio, m).item<double>();
+  out.ratio_max_deviation =
+      torch::where(m, (ratio - 1).abs(), torch::zeros_like(ratio)).max().item<double>();
   return out;
 }
 

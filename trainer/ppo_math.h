@@ -80,11 +80,12 @@ torch::Tensor whiten(const torch::Tensor& x, const torch::Tensor& mask, bool shi
 // ---- losses ----------------------------------------------------------------------------------
 
 struct PolicyLoss {
-  torch::Tensor loss;    // 0-dim, differentiable w.r.t. logprobs_new
-  double clip_fraction;  // share of real tokens where the clipped term was the larger one
-  double approx_kl;      // 0.5 * mean((logp_new - logp_old)^2), TRL's "policy/approxkl"
-  double approx_kl_k3;   // mean((r - 1) - log r), r = p_new / p_old: the non-negative form
-  double ratio_mean;     // mean of r over real tokens (1 at the first minibatch of an epoch)
+  torch::Tensor loss;          // 0-dim, differentiable w.r.t. logprobs_new
+  double clip_fraction;        // share of real tokens where the clipped term was the larger one
+  double approx_kl;            // 0.5 * mean((logp_new - logp_old)^2), TRL's "policy/approxkl"
+  double approx_kl_k3;         // mean((r - 1) - log r), r = p_new / p_old: the non-negative form
+  double ratio_mean;           // mean of r over real tokens (1 at the first minibatch of an epoch)
+  double ratio_max_deviation;  // max |r - 1| over real tokens (0 at the first minibatch)
 };
 
 // The clipped surrogate: masked mean of max(-A * r, -A * clip(r, 1 - eps, 1 + eps)) with

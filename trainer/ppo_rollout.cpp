@@ -7,6 +7,12 @@
 
 namespace citeforge::trainer {
 
+double rollout_reward(const rewards::AnswerMetrics& metrics, bool truncated,
+                      double missing_eos_penalty) {
+  const double reward = metrics.answer_length == 0 ? 0.0 : metrics.reward;
+  return truncated ? reward - missing_eos_penalty : reward;
+}
+
 Trajectories rollout(models::LlamaForCausalLM& policy, const PromptFormat& format,
                      const std::vector<data::Example>& examples, const RolloutOptions& options,
                      const rewards::MetricOptions& metric_options) {
@@ -45,11 +51,16 @@ Trajectories rollout(models::LlamaForCausalLM& policy, const PromptFormat& forma
   for (std::size_t i = 0; i < examples.size(); ++i) {
     auto& g = generations[i];
     auto metrics = rewards::score_answer(examples[i], g.text, metric_options);
+    // A stop string also ends an answer on purpose; only the length limit cuts one.
+    const bool cut = g.finish_reason == "length";
     t.responses.push_back(std::move(g.tokens));
     t.logprobs.push_back(std::move(g.logprobs));
     t.answers.push_back(g.text);
-    t.scores.push_back(metrics.reward);
+    t.scores.push_back(rollout_reward(metrics, cut, options.missing_eos_penalty));
+    t.precisions.push_back(metrics.precision);
+    t.recalls.push_back(metrics.recall);
     t.answer_words.push_back(metrics.answer_length);
+    t.truncated.push_back(cut ? 1 : 0);
   }
   return t;
 }

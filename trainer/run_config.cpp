@@ -89,6 +89,10 @@ struct Reader {
       sub.finish();
     }
   }
+  // A key that citeforge no longer reads: naming it is an error that says what replaced it.
+  void retired(const std::string& key, const std::string& why) {
+    if (auto n = child(key)) data::yaml_fail(n, place(key), why);
+  }
   void finish() const { data::require_known_keys(node, known, file, prefix); }
 };
 
@@ -130,6 +134,7 @@ struct Writer {
     }
     node[key] = seq;
   }
+  void retired(const std::string&, const std::string&) {}
 };
 
 template <class V>
@@ -208,8 +213,15 @@ void visit_ppo(V& v, PpoSection& p) {
   v.field("kl_estimator", p.kl_estimator);
   v.field("adaptive_kl", p.adaptive_kl);
   v.field("kl_target", p.kl_target);
-  v.field("kl_horizon", p.kl_horizon);
+  v.field("kl_horizon_iterations", p.kl_horizon_iterations);
+  v.retired("kl_horizon",
+            "ppo.kl_horizon counted sequences and is gone; set ppo.kl_horizon_iterations "
+            "(= the old value / ppo.batch_size) instead");
   v.field("kl_stop", p.kl_stop);
+  v.field("max_logprob_gap", p.max_logprob_gap);
+  v.field("missing_eos_penalty", p.missing_eos_penalty);
+  v.field("adam_eps", p.adam_eps);
+  v.field("lr_schedule", p.lr_schedule);
   v.field("eval_every", p.eval_every);
   v.field("checkpoint_every", p.checkpoint_every);
   v.field("log_every", p.log_every);
@@ -489,8 +501,13 @@ void validate(RunConfig& c) {
   require(p.clip_range_value > 0, f, "ppo.clip_range_value", "must be > 0");
   require(p.kl_coef >= 0, f, "ppo.kl_coef", "must be >= 0");
   require(one_of(p.kl_estimator, {"k1", "k3"}), f, "ppo.kl_estimator", "must be k1 or k3");
-  require(p.kl_target > 0 && p.kl_horizon > 0, f, "ppo.kl_target",
-          "kl_target and kl_horizon must be > 0");
+  require(p.kl_target > 0, f, "ppo.kl_target", "must be > 0");
+  require(p.kl_horizon_iterations > 0, f, "ppo.kl_horizon_iterations", "must be > 0");
+  require(p.max_logprob_gap >= 0, f, "ppo.max_logprob_gap", "must be >= 0 (0 = no check)");
+  require(p.missing_eos_penalty >= 0, f, "ppo.missing_eos_penalty", "must be >= 0");
+  require(p.adam_eps > 0, f, "ppo.adam_eps", "must be > 0");
+  require(one_of(p.lr_schedule, {"constant", "linear"}), f, "ppo.lr_schedule",
+          "must be constant or linear");
   require(p.eval_every >= 1 && p.checkpoint_every >= 1 && p.log_every >= 1, f, "ppo.eval_every",
           "eval_every, checkpoint_every and log_every must be >= 1");
   // Evaluation and selection.

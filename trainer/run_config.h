@@ -91,10 +91,18 @@ struct PpoSection {
   std::string kl_estimator = "k1";  // k1 | k3
   bool adaptive_kl = false;
   double kl_target = 6.0;
-  int64_t kl_horizon = 10000;
-  double kl_stop = 0;        // > 0: stop an update's epochs when approx KL exceeds this
-  int eval_every = 10;       // iterations between evaluations (and at the end)
-  int checkpoint_every = 5;  // iterations between checkpoints
+  // Adaptive KL: iterations over which a persistent KL error moves beta by a factor of about
+  // e^0.2 (the error is clipped at 20%): at 5, beta can double or halve within ~18 iterations.
+  int kl_horizon_iterations = 5;
+  double kl_stop = 0;  // > 0: stop an update's epochs when approx KL exceeds this
+  // Largest |sampler - learner| log-probability of a sampled token an update accepts; 0 = no
+  // check (docs/ppo.md: what a healthy run measures in fp32 and in bf16).
+  double max_logprob_gap = 1.0;
+  double missing_eos_penalty = 0;        // subtracted from the reward of an answer cut at the limit
+  double adam_eps = 1e-5;                // the RLHF choice (TRL, OpenRLHF); torch's 1e-8 is for SFT
+  std::string lr_schedule = "constant";  // constant | linear (decays to 0 over the iterations)
+  int eval_every = 10;                   // iterations between evaluations (and at the end)
+  int checkpoint_every = 5;              // iterations between checkpoints
   int log_every = 1;
   int max_examples = 0;
   bool gradient_checkpointing = false;
@@ -112,7 +120,7 @@ struct TestSetSpec {
 
 struct DataSection {
   bool synth_enabled = false;
-  data::SynthConfig synth;  // generated into <run>/data when enabled
+  data::SynthConfig synth;   // generated into <run>/data when enabled
   std::string train;         // as TestSetSpec::path
   std::string train_golden;  // SynSciQA only
   std::vector<TestSetSpec> test_sets;

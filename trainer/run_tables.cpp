@@ -58,7 +58,19 @@ TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
         out.summary.correlation_metrics.push_back(m);
 
   for (auto& file : write_tables(run_dir, out.summary)) out.files.push_back(std::move(file));
-  if (options.plots) out.plots = write_plots(run_dir, results, options.plot);
+  if (options.plots) {
+    out.plots = write_plots(run_dir, results, options.plot);
+    // Said once: the epoch plots already warned when gnuplot is missing.
+    const bool gnuplot_missing =
+        std::any_of(out.plots.warnings.begin(), out.plots.warnings.end(),
+                    [](const std::string& w) { return w.find("cannot run") != std::string::npos; });
+    auto ppo = write_ppo_plots(run_dir, options.plot);
+    for (auto& image : ppo.images) out.plots.images.push_back(std::move(image));
+    for (auto& script : ppo.scripts) out.plots.scripts.push_back(std::move(script));
+    for (auto& warning : ppo.warnings)
+      if (!gnuplot_missing || warning.find("cannot run") == std::string::npos)
+        out.plots.warnings.push_back(std::move(warning));
+  }
   return out;
 }
 

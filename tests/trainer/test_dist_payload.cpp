@@ -20,7 +20,10 @@ trainer::TrajectoryShard shard(int64_t first_row, int rows, int64_t version) {
     s.trajectories.logprobs.push_back(std::vector<float>(size_t(row + 1), -0.5f - float(row)));
     s.trajectories.answers.push_back("answer [" + std::to_string(row) + "] ünïcode");
     s.trajectories.scores.push_back(0.25 * double(row));
+    s.trajectories.precisions.push_back(0.5 + 0.125 * double(row));
+    s.trajectories.recalls.push_back(1.0 / double(row + 3));
     s.trajectories.answer_words.push_back(double(row + 2));
+    s.trajectories.truncated.push_back(row % 2 ? 1 : 0);
   }
   return s;
 }
@@ -37,7 +40,10 @@ TEST_CASE("dist payload: a trajectory shard survives the bytes exactly", "[train
   CHECK(back.trajectories.logprobs == original.trajectories.logprobs);
   CHECK(back.trajectories.answers == original.trajectories.answers);
   CHECK(back.trajectories.scores == original.trajectories.scores);
+  CHECK(back.trajectories.precisions == original.trajectories.precisions);
+  CHECK(back.trajectories.recalls == original.trajectories.recalls);
   CHECK(back.trajectories.answer_words == original.trajectories.answer_words);
+  CHECK(back.trajectories.truncated == original.trajectories.truncated);
   auto empty = trainer::decode_shard(trainer::encode_shard({}), "test");
   CHECK(empty.trajectories.prompts.empty());
 }
@@ -58,6 +64,8 @@ TEST_CASE("dist payload: shards join into the batch in row order, checked",
   REQUIRE(joined.prompts.size() == 4);
   CHECK(joined.example_ids == std::vector<std::string>{"ex-0", "ex-1", "ex-2", "ex-3"});
   CHECK(joined.policy_version == 5);
+  CHECK(joined.truncated == std::vector<uint8_t>{0, 1, 0, 1});
+  CHECK(joined.recalls.size() == 4);
   CHECK_THROWS_WITH(trainer::join_shards({shard(0, 2, 5), shard(2, 2, 4)}, 4, 5),
                     Contains("version 4") && Contains("expected 5"));
   CHECK_THROWS_WITH(trainer::join_shards({shard(0, 2, 5), shard(3, 1, 5)}, 4, 5),

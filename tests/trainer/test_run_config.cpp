@@ -71,6 +71,15 @@ TEST_CASE("config errors name the file, line and key path", "[trainer][config][e
   CHECK_THROWS_WITH(parse(kBase, {"model.path=/tmp"}),
                     Contains("model") && Contains("exactly one"));
   CHECK_THROWS_WITH(parse(kBase, {"ppo.minibatch_size=5"}), Contains("ppo.minibatch_size"));
+  CHECK_THROWS_WITH(parse(kBase + "ppo: {kl_horizon: 10000}\n"),
+                    Contains("ppo.kl_horizon") && Contains("kl_horizon_iterations"));
+  CHECK_THROWS_WITH(parse(kBase, {"ppo.kl_horizon_iterations=0"}),
+                    Contains("ppo.kl_horizon_iterations"));
+  CHECK_THROWS_WITH(parse(kBase, {"ppo.lr_schedule=cosine"}),
+                    Contains("ppo.lr_schedule") && Contains("constant or linear"));
+  CHECK_THROWS_WITH(parse(kBase, {"ppo.max_logprob_gap=-1"}), Contains("ppo.max_logprob_gap"));
+  CHECK_THROWS_WITH(parse(kBase, {"ppo.missing_eos_penalty=-0.5"}),
+                    Contains("ppo.missing_eos_penalty"));
   CHECK_THROWS_WITH(parse(kBase, {"pretrain.copy_drill_tokens=1"}),
                     Contains("pretrain.copy_drill_tokens"));
   CHECK_THROWS_WITH(parse(kBase, {"sft.copy_drills=10"}),

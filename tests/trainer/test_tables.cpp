@@ -1,6 +1,7 @@
 // The papers' tables and the metric-vs-epoch plots from a run's results.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
 #include "tests/test_paths.h"
@@ -10,6 +11,7 @@
 using namespace citeforge;
 using namespace citeforge::trainer;
 namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -69,6 +71,32 @@ TEST_CASE("Table 3 correlates ID and OOD across every checkpoint", "[trainer][ta
   auto md = tables_markdown({sample_run()});
   CHECK(md.find("## Table 1: source quality") != std::string::npos);
   CHECK(md.find("## Table 3") != std::string::npos);
+}
+
+TEST_CASE("PPO curves are drawn from metrics.jsonl, the last record of an iteration winning",
+          "[trainer][plots]") {
+  auto dir = testing::temp_dir("ppo_plots");
+  CHECK(write_ppo_plots(dir.string()).scripts.empty());  // no metrics.jsonl: nothing to draw
+  auto record = [](const std::string& stage, int it, double reward) {
+    return nlohmann::json{{"stage", stage},        {"iteration", it},     {"reward_mean", reward},
+                          {"precision_mean", 0.5}, {"recall_mean", 0.25}, {"kl_k1", 0.1 * it},
+                          {"kl_k3", 0.08 * it},    {"beta", 0.05}}
+        .dump();
+  };
+  write_file_atomically((dir / "metrics.jsonl").string(),
+                        nlohmann::json{{"stage", "sft"}, {"epoch", 1}, {"loss", 2.0}}.dump() +
+                            "\n" + record("ppo", 1, 0.2) + "\n" + record("ppo", 2, 0.3) + "\n" +
+                            record("ppo", 2, 0.35) + "\n" + record("sft+ppo", 1, 0.6) +
+                            "\n{\"stage\": \"ppo\", \"iter\n");
+  auto report = write_ppo_plots(dir.string());
+  REQUIRE(report.warnings.size() == 1);  // the cut last line, named
+  CHECK_THAT(report.warnings[0], Contains("line 6") && Contains("not JSON"));
+  REQUIRE(report.images.size() == 2);  // scripts/setup.sh installs gnuplot
+  for (const auto& png : report.images) CHECK(read_file(png).substr(1, 3) == "PNG");
+  const std::string data = read_file((dir / "plots" / "ppo.dat").string());
+  CHECK_THAT(data, Contains("# setting ppo\n1 0.2 0.5 0.25 0.1 0.08 0.05\n2 0.35 "));
+  CHECK_THAT(data, Contains("# setting sft+ppo\n1 0.6 "));
+  CHECK_THAT(data, !Contains("2 0.3 "));
 }
 
 TEST_CASE("plots render a PNG per test set and metric", "[trainer][plots]") {
