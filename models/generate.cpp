@@ -91,8 +91,11 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
   std::vector<Generation> out(B);
   std::vector<bool> done(B, false);
   // The prefill needs the logits of the last position only.
-  auto logits =
-      model->logits(model->hidden_states(ids.to(device), inputs, &cache).select(1, width - 1));
+  // Logits in fp32 whatever the model's dtype, as the PPO learner computes them, so the
+  // sampler's log-probabilities and the learner's agree on a bf16 model too.
+  auto logits = model->logits(model->hidden_states(ids.to(device), inputs, &cache)
+                                  .select(1, width - 1)
+                                  .to(torch::kFloat32));
   for (int64_t step = 0; step < o.max_new_tokens; ++step) {
     auto log_probs =
         torch::log_softmax(logits.to(torch::kFloat32) / (o.greedy ? 1.0 : o.temperature), -1).cpu();
@@ -127,9 +130,9 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
       break;
     key_mask = torch::cat({key_mask, torch::ones({B, 1}, key_mask.options())}, 1);
     AttentionInputs step_inputs{next_position, key_mask};
-    logits =
-        model->logits(model->hidden_states(chosen.to(device).unsqueeze(1), step_inputs, &cache))
-            .select(1, 0);
+    logits = model->logits(model->hidden_states(chosen.to(device).unsqueeze(1), step_inputs, &cache)
+                               .select(1, 0)
+                               .to(torch::kFloat32));
     next_position = next_position + 1;
   }
   for (auto& g : out) {

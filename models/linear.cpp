@@ -48,10 +48,12 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
   if (!reference && (use_reference || !adapter_enabled)) return y;
   const auto& A = reference ? reference_A : lora_A;
   const auto& B = reference ? reference_B : lora_B;
+  // The adapter path runs in the adapters' dtype (fp32) even on a bf16 model, as peft's 4-bit
+  // layers do: its small update would otherwise be rounded to bf16 before it is added.
   auto h = lora_dropout > 0 && !reference ? torch::dropout(x, lora_dropout, is_training()) : x;
-  auto a = A.scalar_type() == x.scalar_type() ? A : A.to(x.scalar_type());
-  auto b = B.scalar_type() == x.scalar_type() ? B : B.to(x.scalar_type());
-  return y + torch::linear(torch::linear(h, a), b) * lora_scale;
+  if (h.scalar_type() != A.scalar_type()) h = h.to(A.scalar_type());
+  auto update = torch::linear(torch::linear(h, A), B.to(A.scalar_type())) * lora_scale;
+  return y + update.to(y.scalar_type());
 }
 
 void LinearImpl::quantize_nf4(int64_t blocksize) {

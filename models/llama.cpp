@@ -152,7 +152,11 @@ torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids
 }
 
 torch::Tensor LlamaForCausalLMImpl::logits(const torch::Tensor& hidden) {
-  return lm_head ? lm_head(hidden) : torch::linear(hidden, model->embed_tokens->weight);
+  // In the hidden states' dtype: fp32 states get fp32 logits from a bf16 model.
+  if (lm_head) return lm_head(hidden);
+  const auto& tied = model->embed_tokens->weight;
+  return torch::linear(
+      hidden, tied.scalar_type() == hidden.scalar_type() ? tied : tied.to(hidden.scalar_type()));
 }
 
 torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids) {
