@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +57,15 @@ void fsync_directory(const std::string& path) {
   if (fd < 0) fail_at(path, "", std::string("cannot open directory: ") + std::strerror(errno));
   ::fsync(fd);
   ::close(fd);
+}
+
+void append_jsonl(const std::string& path, const std::string& json_line) {
+  FILE* f = std::fopen(path.c_str(), "a");
+  if (!f) fail_at(path, "", "cannot open for appending");
+  std::fputs(json_line.c_str(), f);
+  std::fputc('\n', f);
+  std::fflush(f);
+  std::fclose(f);
 }
 
 }  // namespace citeforge

@@ -12,6 +12,10 @@ std::string read_file(const std::string& path);
 // into place, so readers see either the old or the new content, never a torn file.
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
+// Appends one line (a JSON record) to `path` and flushes it, so a killed run keeps every record
+// written before it died.
+void append_jsonl(const std::string& path, const std::string& json_line);
+
 // True when `path` names an existing file or directory.
 bool file_exists(const std::string& path);
 

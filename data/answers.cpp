@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "data/jsonl.h"
 
 namespace citeforge::data {
 
@@ -12,21 +13,8 @@ using nlohmann::json;
 std::map<std::string, std::string> read_answers_jsonl(const std::string& path) {
   std::string content = read_file(path);
   std::map<std::string, std::string> answers;
-  std::size_t line = 0, begin = 0;
-  while (begin < content.size()) {
-    std::size_t end = content.find('\n', begin);
-    if (end == std::string::npos) end = content.size();
-    std::string text = content.substr(begin, end - begin);
-    begin = end + 1;
-    ++line;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+  for_each_jsonl_line(path, content, [&](std::size_t line, json& value) {
     std::string where = "line " + std::to_string(line);
-    json value;
-    try {
-      value = json::parse(text);
-    } catch (const json::parse_error& e) {
-      fail_at(path, where, std::string("invalid JSON: ") + e.what());
-    }
     if (!value.is_object())
       fail_at(path, where, "expected an object {\"id\": ..., \"answer\": ...}");
     for (const auto& [key, v] : value.items())
@@ -41,7 +29,7 @@ std::map<std::string, std::string> read_answers_jsonl(const std::string& path) {
     std::string id = value["id"].get<std::string>();
     if (!answers.emplace(id, value["answer"].get<std::string>()).second)
       fail_at(path, where, "field 'id': duplicate id '" + id + "'");
-  }
+  });
   return answers;
 }
 

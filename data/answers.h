@@ -1,4 +1,4 @@
-// Answers to score (DESIGN.md §6): JSONL, one {"id": ..., "answer": "..."} per line.
+// Answers to score (docs/design.md §6): JSONL, one {"id": ..., "answer": "..."} per line.
 #pragma once
 
 #include <map>

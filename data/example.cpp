@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "data/jsonl.h"
 
 namespace citeforge::data {
 
@@ -116,9 +117,9 @@ Source read_source(const LineReader& r, const json& value, std::size_t index) {
 
 Example read_example(const LineReader& r, const json& value) {
   if (!value.is_object()) r.fail("", "expected a JSON object");
-  r.only_known(
-      value, "",
-      {"id", "origin", "split", "question", "sources", "citation_style", "labels", "references"});
+  r.only_known(value, "",
+               {"id", "origin", "split", "question", "sources", "citation_style", "labels",
+                "labels_from", "references"});
   Example e;
   e.id = r.text(r.member(value, "", "id", true), "id");
   if (e.id.empty()) r.fail("id", "empty");
@@ -148,6 +149,11 @@ Example read_example(const LineReader& r, const json& value) {
       r.fail("labels", err.what());
     }
   }
+  if (auto& v = r.member(value, "", "labels_from", false); !v.is_null()) {
+    e.labels_from = r.text(v, "labels_from");
+    if (e.labels != LabelKind::silver)
+      r.fail("labels_from", "only silver labels come from an answer");
+  }
   if (auto& refs = r.member(value, "", "references", false); !refs.is_null()) {
     if (!refs.is_object()) r.fail("references", "expected an object of name: answer");
     for (const auto& [name, answer] : refs.items())
@@ -162,25 +168,12 @@ std::vector<Example> read_examples_jsonl(const std::string& path) {
   std::string content = read_file(path);
   std::vector<Example> examples;
   std::set<std::string> ids;
-  std::size_t line = 0, begin = 0;
-  while (begin < content.size()) {
-    std::size_t end = content.find('\n', begin);
-    if (end == std::string::npos) end = content.size();
-    std::string text = content.substr(begin, end - begin);
-    begin = end + 1;
-    ++line;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
+  for_each_jsonl_line(path, content, [&](std::size_t line, json& value) {
     LineReader reader{path, line};
-    json value;
-    try {
-      value = json::parse(text);
-    } catch (const json::parse_error& e) {
-      reader.fail("", std::string("invalid JSON: ") + e.what());
-    }
     examples.push_back(read_example(reader, value));
     if (!ids.insert(examples.back().id).second)
       reader.fail("id", "duplicate id '" + examples.back().id + "'");
-  }
+  });
   return examples;
 }
 
@@ -203,6 +196,7 @@ ordered_json to_json(const Example& e) {
   }
   out["citation_style"] = to_string(e.citation_style);
   out["labels"] = to_string(e.labels);
+  if (!e.labels_from.empty()) out["labels_from"] = e.labels_from;
   out["references"] = ordered_json::object();
   for (const auto& [name, answer] : e.references) out["references"][name] = answer;
   return out;

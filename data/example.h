@@ -1,4 +1,4 @@
-// The canonical record every importer produces and every stage consumes (DESIGN.md §2).
+// The canonical record every importer produces and every stage consumes (docs/design.md §2).
 #pragma once
 
 #include <map>
@@ -26,6 +26,9 @@ struct Example {
   std::vector<Source> sources;
   CitationStyle citation_style = CitationStyle::numeric;
   LabelKind labels = LabelKind::gold;
+  // For silver labels, the reference answer whose citations they were derived from (empty when
+  // unknown). Scoring that same answer against them would be circular: `score` refuses to.
+  std::string labels_from;
   std::map<std::string, std::string> references;  // reference answers by name ("gpt-35", ...)
 };
 

@@ -37,7 +37,7 @@ struct ExampleStats {
   std::map<std::string, Summary> words_per_reference;  // by reference name
 };
 
-// Words are runs of non-whitespace, as in the answer-length metric (DESIGN.md §3).
+// Words are runs of non-whitespace, as in the answer-length metric (docs/design.md §3).
 std::size_t count_words(const std::string& text);
 
 ExampleStats compute_example_stats(const std::vector<Example>& examples);

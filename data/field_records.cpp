@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/file_io.h"
 #include "data/csv.h"
+#include "data/jsonl.h"
 
 namespace citeforge::data {
 
@@ -26,21 +27,7 @@ std::vector<FieldRecord> read_jsonl(const std::string& path, const std::string& 
                                     const std::vector<std::string>& required,
                                     const std::vector<std::string>& optional) {
   std::vector<FieldRecord> records;
-  std::size_t line = 0, pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string row = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line;
-    if (!row.empty() && row.back() == '\r') row.pop_back();
-    if (row.find_first_not_of(" \t") == std::string::npos) continue;
-    nlohmann::json object;
-    try {
-      object = nlohmann::json::parse(row);
-    } catch (const nlohmann::json::parse_error& e) {
-      fail_at(path, line_where(line), std::string("invalid JSON: ") + e.what());
-    }
+  for_each_jsonl_line(path, text, [&](std::size_t line, nlohmann::json& object) {
     if (!object.is_object()) fail_at(path, line_where(line), "expected a JSON object");
     FieldRecord record;
     record.line = line;
@@ -62,7 +49,7 @@ std::vector<FieldRecord> read_jsonl(const std::string& path, const std::string& 
     for (const auto& f : required) take(f, true);
     for (const auto& f : optional) take(f, false);
     records.push_back(std::move(record));
-  }
+  });
   return records;
 }
 

@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
-#include "data/yaml_fields.h"
+#include "common/yaml_fields.h"
 
 namespace citeforge::data {
 

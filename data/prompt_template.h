@@ -1,4 +1,4 @@
-// Prompt templates as data (DESIGN.md §2): a YAML file says how an Example becomes the user
+// Prompt templates as data (docs/design.md §2): a YAML file says how an Example becomes the user
 // message (the model's chat wrapper is applied later, in models/). A template is the prompt text
 // with {sources} and {question}, and the text of one source with {key}, {name} and {text}.
 #pragma once

@@ -331,7 +331,7 @@ void label_from_teacher(Example& example, const Record& record, const std::strin
 
 std::vector<Example> import_synsciqa(const std::string& input,
                                      const std::optional<std::string>& golden,
-                                     SynsciqaReport* report_out) {
+                                     SynsciqaReport* report_out, bool strict) {
   SynsciqaReport local;
   SynsciqaReport& report = report_out ? *report_out : local;
   report = SynsciqaReport{};
@@ -362,11 +362,26 @@ std::vector<Example> import_synsciqa(const std::string& input,
   report.rows = in.records.size();
   for (std::size_t i = 0; i < in.records.size(); ++i) {
     const Record& record = in.records[i];
+    // A record that cannot be used: refused under `strict`, else skipped and listed.
+    auto unusable = [&](const std::string& why) {
+      if (strict) fail_at(input, record.where, why);
+      report.skipped.push_back(input + ": " + record.where + ": skipped: " + why);
+    };
     ParsedInstruction parsed;
     try {
       parsed = parse_synsciqa_instruction(record.instruction);
     } catch (const Error& e) {
-      fail_at(input, record.where, std::string("field 'instruction': ") + e.what());
+      unusable(std::string("field 'instruction': ") + e.what());
+      continue;
+    }
+    // pandas writes an empty cell as "nan"; a question that reads so is no question.
+    std::string lowered = trim(parsed.question);
+    std::transform(lowered.begin(), lowered.end(), lowered.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lowered == "nan") {
+      unusable("field 'instruction': the question is \"" + parsed.question +
+               "\" (an empty cell written as NaN)");
+      continue;
     }
     Example example;
     char number[32];
@@ -400,7 +415,7 @@ std::vector<Example> import_synsciqa(const std::string& input,
     if (golden) {
       std::string key = trim(record.instruction);
       auto it = golden_rows.find(key);
-      if (it == golden_rows.end())
+      if (it == golden_rows.end())  // the files do not belong together: no record is at fault
         fail_at(input, record.where,
                 "instruction not found in golden file '" + *golden +
                     "' (is it the golden file of this input?)");
@@ -408,6 +423,7 @@ std::vector<Example> import_synsciqa(const std::string& input,
       label_from_golden(example, it->second, *golden, report);
     } else {
       label_from_teacher(example, record, report.silver_from, input, report);
+      example.labels_from = report.silver_from;
     }
     bool any_relevant = std::any_of(example.sources.begin(), example.sources.end(),
                                     [](const Source& s) { return s.label == Label::relevant; });
@@ -418,6 +434,10 @@ std::vector<Example> import_synsciqa(const std::string& input,
     note(report, *golden + ": " + std::to_string(golden_rows.size() - golden_used.size()) +
                      " golden rows match no input instruction");
   report.imported = examples.size();
+  if (examples.empty() && !report.skipped.empty())
+    fail_at(input, "",
+            "no usable record (" + std::to_string(report.skipped.size()) +
+                " skipped; the first: " + report.skipped.front() + ")");
   return examples;
 }
 

@@ -1,5 +1,5 @@
-// Importer for the SynSciQA family of data sets (evidence-QA paper, DESIGN.md §2): the CSV test
-// files (`instruction`, `gpt-35`, `gpt-4`), the JSON training list (`{instruction, response}`)
+// Importer for the SynSciQA family of data sets (evidence-QA paper, docs/design.md §2): the CSV
+// test files (`instruction`, `gpt-35`, `gpt-4`), the JSON training list (`{instruction, response}`)
 // and the golden-source CSVs that carry relevance labels.
 #pragma once
 
@@ -37,7 +37,7 @@ ParsedInstruction parse_synsciqa_instruction(const std::string& instruction);
 // What an import had to guess or leave out, so the CLI can print it instead of crashing.
 struct SynsciqaReport {
   std::size_t rows = 0;                    // records read from the input
-  std::size_t imported = 0;                // examples produced (every record; bad ones throw)
+  std::size_t imported = 0;                // examples produced (rows - skipped)
   std::size_t duplicate_names = 0;         // examples with two or more sources of the same name
   std::size_t no_relevant = 0;             // examples whose relevant set is empty
   std::size_t empty_answers = 0;           // answer cells that were empty (not kept as references)
@@ -47,6 +47,9 @@ struct SynsciqaReport {
   std::size_t unresolved_citations = 0;    // teacher citations matching no source (silver)
   std::string silver_from;                 // answer column the silver labels come from
   std::vector<std::string> problems;       // the first few problems, "FILE: line N: what"
+  // Records that could not become an example (no source block, a "nan" question), each
+  // "FILE: line N (record i): skipped: why". All of them, not only the first few.
+  std::vector<std::string> skipped;
 };
 
 // Reads a SynSciQA CSV (.csv) or JSON list (.json) file into examples with citation_style
@@ -57,11 +60,14 @@ struct SynsciqaReport {
 // Ids are "<origin lower-cased>-<record index, 0-based, 4 digits>", origin is the file stem
 // (e.g. "SynSciQA_test"), split is "train" for JSON and "test" for CSV.
 // Structural problems (unreadable file, broken CSV quoting, JSON errors, missing columns or
-// fields, an instruction without sources or question, a golden file that does not match the
-// input) throw citeforge::Error naming the file and the line or record; quirks of single
-// sources or citations are counted in `report`.
+// fields) throw citeforge::Error naming the file and the line or record. A record that cannot
+// become an example (an instruction without sources or question, a question that is the "nan"
+// of an empty pandas cell) is skipped and listed in `report.skipped`; with `strict` it throws
+// instead, and a file with no usable record throws either way. A golden file that lacks an
+// input's instruction is the wrong golden file and throws. Quirks of single sources or citations
+// are counted in `report`.
 std::vector<Example> import_synsciqa(const std::string& input,
                                      const std::optional<std::string>& golden,
-                                     SynsciqaReport* report = nullptr);
+                                     SynsciqaReport* report = nullptr, bool strict = false);
 
 }  // namespace citeforge::data

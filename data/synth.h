@@ -1,5 +1,5 @@
-// The synthetic citation world (DESIGN.md §2): a complete RAGE-style data set made from a seed,
-// with no external input. Topics hold entities with facts; each question asks one fact; its
+// The synthetic citation world (docs/design.md §2): a complete RAGE-style data set made from a
+// seed, with no external input. Topics hold entities with facts; each question asks one fact; its
 // relevant passages state that fact (in 1-3 wordings), seemingly relevant passages share the
 // topic, entity or attribute but not the answer, irrelevant passages come from other topics.
 // A rule-based teacher writes short answers with [n] citations whose precision and recall are
@@ -46,7 +46,7 @@ struct SynthConfig {
   // passing max_words.
   int passage_min_words = 8;
   int passage_max_words = 16;
-  // Target citation precision / recall of the `teacher` reference (DESIGN.md §3 definitions,
+  // Target citation precision / recall of the `teacher` reference (docs/design.md §3 definitions,
   // averaged over examples). The teacher drops each relevant citation with one probability and
   // adds a wrong one with another (data/synth_teacher.h); an example whose citations are all
   // dropped scores precision 0, so a low recall caps precision (recall 0.6 allows at most about
@@ -92,6 +92,30 @@ struct SynthDataset {
   double teacher_add = 0;   // calibrated: probability it adds one wrong citation
   std::vector<SynthSplit> splits;
 };
+
+// Every key of a SynthConfig, spelled once: `v.field(name, member)` for each. The YAML reader
+// and writer here and the run config's `data.synth` section all go through it.
+template <class V>
+void visit_synth_fields(V& v, SynthConfig& s) {
+  v.field("seed", s.seed);
+  v.field("train", s.train);
+  v.field("validation", s.validation);
+  v.field("test", s.test);
+  v.field("test_ood", s.test_ood);
+  v.field("pretrain", s.pretrain);
+  v.field("min_relevant", s.min_relevant);
+  v.field("max_relevant", s.max_relevant);
+  v.field("irrelevant", s.irrelevant);
+  v.field("seemingly_relevant", s.seemingly_relevant);
+  v.field("no_relevant_rate", s.no_relevant_rate);
+  v.field("questions_per_entity", s.questions_per_entity);
+  v.field("passage_min_words", s.passage_min_words);
+  v.field("passage_max_words", s.passage_max_words);
+  v.field("teacher_precision", s.teacher_precision);
+  v.field("teacher_recall", s.teacher_recall);
+  v.field("id_topics", s.id_topics);
+  v.field("ood_topics", s.ood_topics);
+}
 
 // Generates the whole data set; same config (seed included) gives the same data.
 SynthDataset generate_synth(const SynthConfig& config);

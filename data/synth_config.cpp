@@ -5,9 +5,10 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "common/number_text.h"
+#include "common/yaml_fields.h"
 #include "data/synth.h"
 #include "data/synth_vocab.h"
-#include "data/yaml_fields.h"
 
 namespace citeforge::data {
 
@@ -33,13 +34,6 @@ void check_topics(const std::vector<std::string>& names, const std::string& key)
 int to_int(long long value, const YAML::Node& node, const YamlPlace& place) {
   if (value < -1000000000LL || value > 1000000000LL) yaml_fail(node, place, "out of range");
   return static_cast<int>(value);
-}
-
-// Shortest text that reads back as the same double (0.1 stays "0.1").
-std::string number_text(double value) {
-  char buffer[64];
-  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  return std::string(buffer, result.ptr);
 }
 
 std::string yaml_list(const std::vector<std::string>& items) {
@@ -88,37 +82,33 @@ SynthConfig synth_config_from_yaml(const YAML::Node& node, const std::string& fi
                                    const std::string& key_prefix) {
   SynthConfig c;
   if (!node || node.IsNull()) return c;
-  require_known_keys(node,
-                     {"seed", "train", "validation", "test", "test_ood", "pretrain", "min_relevant",
-                      "max_relevant", "irrelevant", "seemingly_relevant", "no_relevant_rate",
-                      "questions_per_entity", "passage_min_words", "passage_max_words",
-                      "teacher_precision", "teacher_recall", "id_topics", "ood_topics"},
-                     file, key_prefix);
-  auto place = [&](const std::string& key) { return YamlPlace{file, key_prefix + key}; };
-  auto read_int = [&](const char* key, int& out) {
-    if (node[key]) out = to_int(yaml_integer(node[key], place(key)), node[key], place(key));
-  };
-  auto read_double = [&](const char* key, double& out) {
-    if (node[key]) out = yaml_number(node[key], place(key));
-  };
-  if (node["seed"]) c.seed = yaml_unsigned(node["seed"], place("seed"));
-  read_int("train", c.train);
-  read_int("validation", c.validation);
-  read_int("test", c.test);
-  read_int("test_ood", c.test_ood);
-  read_int("pretrain", c.pretrain);
-  read_int("min_relevant", c.min_relevant);
-  read_int("max_relevant", c.max_relevant);
-  read_int("irrelevant", c.irrelevant);
-  read_int("seemingly_relevant", c.seemingly_relevant);
-  read_double("no_relevant_rate", c.no_relevant_rate);
-  read_int("questions_per_entity", c.questions_per_entity);
-  read_int("passage_min_words", c.passage_min_words);
-  read_int("passage_max_words", c.passage_max_words);
-  read_double("teacher_precision", c.teacher_precision);
-  read_double("teacher_recall", c.teacher_recall);
-  if (node["id_topics"]) c.id_topics = yaml_string_list(node["id_topics"], place("id_topics"));
-  if (node["ood_topics"]) c.ood_topics = yaml_string_list(node["ood_topics"], place("ood_topics"));
+  struct Reader {
+    const YAML::Node& node;
+    const std::string& file;
+    const std::string& prefix;
+    std::set<std::string> known;
+    YamlPlace place(const std::string& key) const { return {file, prefix + key}; }
+    void field(const char* key, std::uint64_t& out) {
+      known.insert(key);
+      if (node[key]) out = yaml_unsigned(node[key], place(key));
+    }
+    void field(const char* key, int& out) {
+      known.insert(key);
+      if (node[key]) out = to_int(yaml_integer(node[key], place(key)), node[key], place(key));
+    }
+    void field(const char* key, double& out) {
+      known.insert(key);
+      if (node[key]) out = yaml_number(node[key], place(key));
+    }
+    void field(const char* key, std::vector<std::string>& out) {
+      known.insert(key);
+      if (node[key]) out = yaml_string_list(node[key], place(key));
+    }
+  } reader{node, file, key_prefix, {}};
+  SynthConfig keys;
+  visit_synth_fields(reader, keys);  // collects the key names
+  require_known_keys(node, reader.known, file, key_prefix);
+  visit_synth_fields(reader, c);
   try {
     validate_synth_config(c);
   } catch (const Error& e) {
@@ -131,29 +121,22 @@ SynthConfig load_synth_config(const std::string& path) {
   return synth_config_from_yaml(parse_yaml_text(read_file(path), path), path);
 }
 
-std::string synth_config_to_yaml(const SynthConfig& c) {
-  std::ostringstream out;
-  out << "# Synthetic citation world (citeforge data synth); every key is optional.\n"
-      << "seed: " << c.seed << "\n"
-      << "train: " << c.train << "\n"
-      << "validation: " << c.validation << "\n"
-      << "test: " << c.test << "\n"
-      << "test_ood: " << c.test_ood << "\n"
-      << "pretrain: " << c.pretrain << "\n"
-      << "min_relevant: " << c.min_relevant << "\n"
-      << "max_relevant: " << c.max_relevant << "\n"
-      << "irrelevant: " << c.irrelevant << "\n"
-      << "seemingly_relevant: " << c.seemingly_relevant << "\n"
-      << "no_relevant_rate: " << number_text(c.no_relevant_rate) << "\n"
-      << "questions_per_entity: " << c.questions_per_entity << "\n"
-      << "passage_min_words: " << c.passage_min_words << "\n"
-      << "passage_max_words: " << c.passage_max_words << "\n"
-      << "teacher_precision: " << number_text(c.teacher_precision) << "\n"
-      << "teacher_recall: " << number_text(c.teacher_recall) << "\n"
-      << "id_topics: " << yaml_list(c.id_topics.empty() ? default_id_topics() : c.id_topics) << "\n"
-      << "ood_topics: " << yaml_list(c.ood_topics.empty() ? default_ood_topics() : c.ood_topics)
-      << "\n";
-  return out.str();
+std::string synth_config_to_yaml(const SynthConfig& config) {
+  SynthConfig c = config;
+  if (c.id_topics.empty()) c.id_topics = default_id_topics();
+  if (c.ood_topics.empty()) c.ood_topics = default_ood_topics();
+  struct Writer {
+    std::ostringstream out;
+    void field(const char* key, std::uint64_t v) { out << key << ": " << v << "\n"; }
+    void field(const char* key, int v) { out << key << ": " << v << "\n"; }
+    void field(const char* key, double v) { out << key << ": " << number_text(v) << "\n"; }
+    void field(const char* key, const std::vector<std::string>& v) {
+      out << key << ": " << yaml_list(v) << "\n";
+    }
+  } writer;
+  writer.out << "# Synthetic citation world (citeforge data synth); every key is optional.\n";
+  visit_synth_fields(writer, c);
+  return writer.out.str();
 }
 
 }  // namespace citeforge::data

@@ -17,7 +17,7 @@ double binomial(int n, int j, double p) {
 }
 
 // Expected precision of one example with n > 0 relevant documents: j kept citations and w wrong
-// ones give j / (j + w); citing nothing scores 0 (DESIGN.md §3).
+// ones give j / (j + w); citing nothing scores 0 (docs/design.md §3).
 double expected_precision(int n, const TeacherPlan& plan) {
   double total = 0;
   for (int j = 1; j <= n; ++j) {

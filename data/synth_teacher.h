@@ -16,7 +16,7 @@ struct TeacherPlan {
   double add = 0;   // probability of adding one wrong citation
 };
 
-// The plan whose expected per-example precision and recall (DESIGN.md §3, averaged over
+// The plan whose expected per-example precision and recall (docs/design.md §3, averaged over
 // examples) equal the targets, given that a question has no relevant document with probability
 // `no_relevant_rate` and otherwise a number drawn uniformly from [min_relevant, max_relevant].
 // Throws citeforge::Error when the two targets cannot be reached together.

@@ -1,6 +1,7 @@
 #include "models/lora.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "common/error.h"
@@ -110,6 +111,17 @@ std::vector<std::pair<std::string, torch::Tensor>> lora_parameters(LlamaForCausa
     out.emplace_back(name + ".lora_B", linear->lora_B);
   }
   return out;
+}
+
+void reset_adapters(LlamaForCausalLM& model, uint64_t seed) {
+  clear_reference_adapters(model);
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(seed);
+  for (auto& [name, linear] : named_linears(model)) {
+    if (!linear->has_lora()) continue;
+    torch::nn::init::kaiming_uniform_(linear->lora_A, std::sqrt(5.0));
+    linear->lora_B.zero_();
+  }
 }
 
 }  // namespace citeforge::models

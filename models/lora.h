@@ -51,6 +51,10 @@ struct ReferencePolicy {
   LlamaForCausalLM& model;
 };
 
+// Re-initialises every adapter (A Kaiming-uniform from `seed`, B zeros) and drops any reference
+// adapter: a fresh start for a setting that does not continue from another.
+void reset_adapters(LlamaForCausalLM& model, uint64_t seed);
+
 // The adapter parameters by citeforge name ("model.layers.0.self_attn.q_proj.lora_A"), in a
 // fixed order. These (plus a value head) are all that trains.
 std::vector<std::pair<std::string, torch::Tensor>> lora_parameters(LlamaForCausalLM& model);

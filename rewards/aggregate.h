@@ -1,4 +1,4 @@
-// Aggregates over examples (DESIGN.md §3): the mean with its count and a percentile-bootstrap
+// Aggregates over examples (docs/design.md §3): the mean with its count and a percentile-bootstrap
 // 95% interval. Deterministic for a given seed on every platform.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Citation parsing for answers (DESIGN.md §3): numeric `[3]`, `[1][2]`, `[1, 2]`, `[1-3]`, and
+// Citation parsing for answers (docs/design.md §3): numeric `[3]`, `[1][2]`, `[1, 2]`, `[1-3]`, and
 // named `(Author, Year, p. N)` groups, `;`-separated, matched to the example's source names.
 //
 // The parser reads only the answer and the source *names*, never the source texts, so a

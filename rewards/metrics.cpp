@@ -42,9 +42,9 @@ ChanceReference chance_reference(int cited, int sources, int relevant) {
   const int k = std::min(cited, sources), n = sources, r = relevant;
   if (k <= 0) {
     double value = r == 0 ? 1.0 : 0.0;
-    return {value, value, value, value};
+    return {value, value, value, value, 1.0};
   }
-  if (r == 0) return {0.0, 0.0, 0.0, 0.0};
+  if (r == 0) return {0.0, 0.0, 0.0, 0.0, 0.0};
   ChanceReference c;
   c.precision = static_cast<double>(r) / n;
   c.recall = static_cast<double>(k) / n;
@@ -53,6 +53,7 @@ ChanceReference chance_reference(int cited, int sources, int relevant) {
   double all_relevant = 1.0;
   for (int i = 0; i < k; ++i) all_relevant *= i < r ? static_cast<double>(r - i) / (n - i) : 0.0;
   c.source_quality = all_relevant;
+  c.source_quality_paper = all_relevant;
   return c;
 }
 
@@ -164,6 +165,14 @@ double source_quality(const Example& example, const ParsedCitations& citations, 
   return 1.0;
 }
 
+double source_quality_paper(const Example& example, const ParsedCitations& citations) {
+  for (const auto& s : example.sources) {
+    bool bad = s.label == Label::irrelevant || s.label == Label::seemingly_relevant;
+    if (bad && citations.cited.count(s.key)) return 0.0;
+  }
+  return 1.0;
+}
+
 AnswerMetrics score_answer(const Example& example, const std::string& answer,
                            const MetricOptions& options,
                            const std::optional<std::string>& reference) {
@@ -186,6 +195,7 @@ AnswerMetrics score_answer(const Example& example, const std::string& answer,
   m.reward = (m.precision + m.recall) / 2;
   m.answer_length = count_words(answer);
   m.source_quality = source_quality(example, parsed, invalid);
+  m.source_quality_paper = source_quality_paper(example, parsed);
   m.format_quality = format_quality(answer, parsed, static_cast<int>(relevant.size()));
   auto chance =
       chance_reference(m.distinct_citations + m.invalid_citations,
@@ -195,6 +205,7 @@ AnswerMetrics score_answer(const Example& example, const std::string& answer,
   m.chance_f1 = chance.f1;
   m.chance_reward = (chance.precision + chance.recall) / 2;
   m.chance_source_quality = chance.source_quality;
+  m.chance_source_quality_paper = chance.source_quality_paper;
   if (reference) {
     ParsedCitations ref = parse_citations(*reference, example.sources, example.citation_style);
     int shared = 0;
@@ -217,12 +228,14 @@ std::vector<std::pair<std::string, double>> named_values(const AnswerMetrics& m)
       {"distinct_citations", m.distinct_citations},
       {"invalid_citations", m.invalid_citations},
       {"source_quality", m.source_quality},
+      {"source_quality_paper", m.source_quality_paper},
       {"format_quality", m.format_quality},
       {"chance_precision", m.chance_precision},
       {"chance_recall", m.chance_recall},
       {"chance_f1", m.chance_f1},
       {"chance_reward", m.chance_reward},
       {"chance_source_quality", m.chance_source_quality},
+      {"chance_source_quality_paper", m.chance_source_quality_paper},
   };
   if (m.overlap_precision) out.emplace_back("overlap_precision", *m.overlap_precision);
   if (m.overlap_recall) out.emplace_back("overlap_recall", *m.overlap_recall);

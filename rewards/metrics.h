@@ -1,4 +1,4 @@
-// Per-answer metrics (DESIGN.md §3): RAGE citation precision / recall / F1, answer length,
+// Per-answer metrics (docs/design.md §3): RAGE citation precision / recall / F1, answer length,
 // distinct citations, the evidence-QA paper's source quality and format quality, HAGRID's
 // citation overlap against a reference answer, and the PPO reward (P + R) / 2.
 #pragma once
@@ -36,6 +36,10 @@ struct AnswerMetrics {
   // where the formulas use I = 0, so a report still shows how many there were.
   int invalid_citations = 0;
   double source_quality = 0;  // 0 or 1
+  // The evidence-QA paper's own definition (its Table 1 "Source."): 1 unless the answer cites a
+  // source labelled irrelevant or seemingly relevant. Abstaining and citing names that match no
+  // source both pass, which `source_quality` fails.
+  double source_quality_paper = 0;
   double format_quality = 0;  // share of sentences ending in a well-formed citation
   // The chance reference: the expected value of each citation metric for an answer that cites
   // as many distinct documents (valid or invalid ones, at most all of them) as this one, drawn
@@ -46,6 +50,7 @@ struct AnswerMetrics {
   double chance_f1 = 0;
   double chance_reward = 0;
   double chance_source_quality = 0;
+  double chance_source_quality_paper = 0;
   // Against a reference answer's valid citations, when one is given.
   std::optional<double> overlap_precision;
   std::optional<double> overlap_recall;
@@ -53,9 +58,10 @@ struct AnswerMetrics {
 
 // The metrics by their report names, in report order ("precision", "recall", "f1", "reward",
 // "answer_length", "distinct_citations", "invalid_citations", "source_quality",
-// "format_quality", "chance_precision", "chance_recall", "chance_f1", "chance_reward",
-// "chance_source_quality", then "overlap_precision" and "overlap_recall" when present). One list,
-// so per-example files, summaries and tables all name and order them the same way.
+// "source_quality_paper", "format_quality", "chance_precision", "chance_recall", "chance_f1",
+// "chance_reward", "chance_source_quality", "chance_source_quality_paper", then "overlap_precision"
+// and "overlap_recall" when present). One list, so per-example files, summaries and tables all name
+// and order them the same way.
 std::vector<std::pair<std::string, double>> named_values(const AnswerMetrics& metrics);
 
 // Scores `answer` for `example` (its sources, labels and citation style). With `reference`,
@@ -64,7 +70,7 @@ AnswerMetrics score_answer(const data::Example& example, const std::string& answ
                            const MetricOptions& options = {},
                            const std::optional<std::string>& reference = std::nullopt);
 
-// The RAGE formulas with the DESIGN §3 edge cases, from counts: `cited_relevant` = |D ∩ R|,
+// The RAGE formulas with the docs/design.md §3 edge cases, from counts: `cited_relevant` = |D ∩ R|,
 // `cited` = |D|, `invalid` = I (already 0 under `ignore`), `relevant` = |R|.
 struct PrecisionRecall {
   double precision = 0;
@@ -78,8 +84,10 @@ double f1_score(double precision, double recall);
 // relevant (`cited` is clipped to `sources`), under the same edge cases as precision_recall.
 // Exact, not sampled: the hits follow a hypergeometric law, and precision (h / k), recall
 // (h / r) and F1 (2h / (k + r)) are all linear in the hits h.
+// `source_quality_paper` is the chance that no drawn document is irrelevant (1 when none is
+// drawn), counting every non-relevant document as irrelevant.
 struct ChanceReference {
-  double precision = 0, recall = 0, f1 = 0, source_quality = 0;
+  double precision = 0, recall = 0, f1 = 0, source_quality = 0, source_quality_paper = 0;
 };
 ChanceReference chance_reference(int cited, int sources, int relevant);
 
@@ -102,5 +110,9 @@ double format_quality(const std::string& answer, const ParsedCitations& citation
 // relevant) or (|R| = 0 and the answer cites nothing), else 0.
 double source_quality(const data::Example& example, const ParsedCitations& citations,
                       int invalid_count);
+
+// The evidence-QA paper's source quality: 0 if a cited source is labelled irrelevant or
+// seemingly relevant, else 1 (sources labelled `unknown` never fail it).
+double source_quality_paper(const data::Example& example, const ParsedCitations& citations);
 
 }  // namespace citeforge::rewards

@@ -3,7 +3,7 @@
 citeforge's `pretrain.copy_drills`.
 
 A copy drill is BOS, a run of 8-32 random tokens, a gap of 0-64 random tokens, the run again;
-the loss is on the repeat after its first token (trainer/lm_data.h). A model that has learned to
+the loss is on the repeat after its first token (trainer/sft/lm_data.h). A model that has learned to
 copy from its context (an induction head) drives that loss towards 0; one that has not stays
 near ln(vocab - 3) = 6.93 (ln of --drill-vocab when that is given). The recipe is the demo's pre-training: hidden 128, MLP 344, 4 layers,
 4 heads, 2 KV heads, vocabulary 1024, tied embeddings, N(0, 0.02) initialisation, AdamW lr 3e-3

@@ -4,7 +4,7 @@
 An answer points to documents either by citing them ("... [1][3].") or, for a base built with
 `data.reading_sources: prose`, by naming them in words ("..., as documents 1 and 3 say."),
 which the citation metrics do not count. This scores the documents pointed to with the
-citation rules of DESIGN.md §3 (no relevant document and none named: P = R = 1) and prints how
+citation rules of docs/design.md §3 (no relevant document and none named: P = R = 1) and prints how
 often each kind of document (relevant, seemingly relevant, irrelevant) is pointed to. A model
 that locates the evidence points to relevant documents far more often than to the others; one
 that guesses points to every kind at about the same rate, and scores about what the same

@@ -9,7 +9,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 out="${FUZZ_OUT:-/tmp/citeforge-fuzz}"
-shared="${CITEFORGE_SHARED:-$(pwd)/../shared}"
 cxx="$(command -v clang++-14 || command -v clang++)"
 
 sources=(common/error.cpp common/file_io.cpp data/csv.cpp data/synsciqa.cpp rewards/citations.cpp
@@ -28,8 +27,8 @@ mkdir -p "$seeds/citations" "$seeds/instruction"
 printf '\x01Smith et al., 2019, p. 54\nJones, 2020, p.3\nNational Aeronautics and Space Administration, 2010, p. 7\x00A (Smith et al., 2019). According to Jones (2020, p. 3), b. C (NASA, 2010, p. 7; Nobody, 2001).' \
   > "$seeds/citations/named"
 printf '\x00a\nb\nc\x00A [1]. B [2, 3]. C [1-3][7]. D [2-1].' > "$seeds/citations/numeric"
-if [ -f "$shared/data/synsciqa/SynSciQA++.json" ]; then
-  python3 - "$shared/data/synsciqa" "$seeds" <<'PY' || true
+if [ -f datasets/synsciqa/SynSciQA++.json ]; then
+  python3 - datasets/synsciqa "$seeds" <<'PY' || true
 import json, sys
 src, seeds = sys.argv[1], sys.argv[2]
 items = json.load(open(f"{src}/SynSciQA++.json"))

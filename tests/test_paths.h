@@ -1,8 +1,7 @@
-// Where tests find their inputs: the repository (fixtures) and the project's shared/ folder
-// (real models and data), which CTest passes as CITEFORGE_SHARED.
+// Where tests find their inputs, all inside the repository: fixtures (small real and reference
+// models, tokenizers) under tests/fixtures/, and the shipped data sets under datasets/.
 #pragma once
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -16,11 +15,12 @@ inline std::string source_path(const std::string& relative) {
   return (std::filesystem::path(CITEFORGE_SOURCE_DIR) / relative).string();
 }
 
-inline std::string shared_path(const std::string& relative) {
-  const char* env = std::getenv("CITEFORGE_SHARED");
-  std::filesystem::path root =
-      env ? env : std::filesystem::path(CITEFORGE_SOURCE_DIR) / ".." / "shared";
-  return (root / relative).string();
+inline std::string fixture_path(const std::string& relative) {
+  return (std::filesystem::path(CITEFORGE_SOURCE_DIR) / "tests" / "fixtures" / relative).string();
+}
+
+inline std::string dataset_path(const std::string& relative) {
+  return (std::filesystem::path(CITEFORGE_SOURCE_DIR) / "datasets" / relative).string();
 }
 
 // A fresh empty directory under the system temp dir, unique per call.

@@ -1,7 +1,8 @@
 // Generation throughput on CPU: prompt processing (prefill) and decode tokens/s for stories260K
 // and a random ~110M-parameter Llama shape, at batch 1 and 16.
 //
-//   build/bench_generate [--shared ../shared] [--out experiments/bench/results/generate_cpu.md]
+//   build/bench_generate [--stories tests/fixtures/models/stories260K]
+//                        [--out experiments/bench/results/generate_cpu.md]
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/file_io.h"
 #include "models/checkpoint_io.h"
 #include "models/generate.h"
@@ -16,11 +18,6 @@
 using namespace citeforge;
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 struct Row {
   std::string model;
   int64_t params, batch, prompt, new_tokens;
@@ -70,16 +67,16 @@ std::string cpu_name() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string shared = "../shared", out;
+  std::string stories_dir = "tests/fixtures/models/stories260K", out;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--shared")
-      shared = argv[i + 1];
+    if (flag == "--stories")
+      stories_dir = argv[i + 1];
     else if (flag == "--out")
       out = argv[i + 1];
   }
   std::vector<Row> rows;
-  auto stories = models::load_model(shared + "/models/stories260K");
+  auto stories = models::load_model(stories_dir);
   for (int64_t batch : {1, 16}) rows.push_back(measure("stories260K", stories, batch, 128, 128));
 
   models::ModelConfig shape;  // a GPT-2-small-sized Llama with the Llama 2 vocabulary

@@ -14,18 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "data/bm25.h"
 #include "data/mixture.h"
 #include "data/random.h"
 
 using namespace citeforge::data;
+using citeforge::seconds_since;
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 long option(int argc, char** argv, const std::string& name, long fallback) {
   for (int i = 1; i + 1 < argc; ++i)
     if (argv[i] == "--" + name) return std::strtol(argv[i + 1], nullptr, 10);

@@ -14,8 +14,8 @@
 #include "data/prompt_template.h"
 #include "models/checkpoint_io.h"
 #include "models/lora.h"
-#include "trainer/ppo_learner.h"
-#include "trainer/ppo_rollout.h"
+#include "trainer/ppo/ppo_learner.h"
+#include "trainer/ppo/ppo_rollout.h"
 
 using namespace citeforge;
 

@@ -22,8 +22,8 @@
 #include "models/gguf_import.h"
 #include "models/lora.h"
 #include "models/tokenizer.h"
-#include "trainer/ppo_learner.h"
-#include "trainer/ppo_rollout.h"
+#include "trainer/ppo/ppo_learner.h"
+#include "trainer/ppo/ppo_rollout.h"
 
 using namespace citeforge;
 

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/clock.h"
 #include "data/synth.h"
 #include "rewards/aggregate.h"
 #include "rewards/metrics.h"
@@ -17,11 +18,6 @@
 using namespace citeforge;
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 // Named-style copies of numeric examples: each source gets an (Author, Year, p. N) name and the
 // answer cites by name, so the named parser (the slower one) is measured on the same answers.
 std::string to_named(const data::Example& ex, const std::string& answer) {

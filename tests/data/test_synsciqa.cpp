@@ -7,7 +7,7 @@
 #include "tests/test_paths.h"
 
 using namespace citeforge::data;
-using citeforge::testing::shared_path;
+using citeforge::testing::dataset_path;
 using citeforge::testing::temp_dir;
 
 namespace {
@@ -38,7 +38,7 @@ std::string write(const std::string& name, const std::string& content) {
 std::string error_of(const std::string& input,
                      const std::optional<std::string>& golden = std::nullopt) {
   try {
-    import_synsciqa(input, golden, nullptr);
+    import_synsciqa(input, golden, nullptr, /*strict=*/true);
   } catch (const citeforge::Error& e) {
     return e.what();
   }
@@ -217,6 +217,62 @@ TEST_CASE("synsciqa: malformed inputs give one-line errors naming file and line 
   CHECK(error_of("/nonexistent/A.csv") == "/nonexistent/A.csv: cannot open for reading");
 }
 
+TEST_CASE("synsciqa: an unusable record is skipped and named, or refused under strict",
+          "[synsciqa]") {
+  // The layout of a published test file whose last record lost its sources and whose question
+  // is the "nan" pandas writes for an empty cell.
+  const std::string nan_record = instruction({}, "nan");
+  std::string input =
+      write("Published_test.csv", "instruction,gpt-35,gpt-4\n" + csv_quote(kI1) + ",a,b\n" +
+                                      csv_quote(kI2) + ",c,d\n" + csv_quote(nan_record) + ",,\n");
+  SynsciqaReport report;
+  auto ex = import_synsciqa(input, std::nullopt, &report);
+  REQUIRE(ex.size() == 2);
+  CHECK(report.rows == 3);
+  CHECK(report.imported == 2);
+  REQUIRE(report.skipped.size() == 1);
+  CHECK(report.skipped[0] == input +
+                                 ": line 14 (record 2): skipped: field 'instruction': no source "
+                                 "between '[BEGIN OF SOURCES]' and '[END OF SOURCES]'");
+  CHECK(ex[1].id == "published_test-0001");
+  CHECK(error_of(input) == input +
+                               ": line 14 (record 2): field 'instruction': no source between "
+                               "'[BEGIN OF SOURCES]' and '[END OF SOURCES]'");
+
+  // Sources present but the question is "nan": skipped too.
+  std::string nan_only =
+      write("Nan.csv", "instruction,gpt-4\n" + csv_quote(kI1) + ",a\n" +
+                           csv_quote(instruction({"A, 2020: x."}, "nan")) + ",b\n");
+  report = {};
+  CHECK(import_synsciqa(nan_only, std::nullopt, &report).size() == 1);
+  REQUIRE(report.skipped.size() == 1);
+  CHECK(report.skipped[0].find("(record 1): skipped: field 'instruction': the question is "
+                               "\"nan\"") != std::string::npos);
+  CHECK(error_of(nan_only).find("the question is \"nan\"") != std::string::npos);
+
+  // A file with nothing usable is an error even when not strict.
+  std::string nothing =
+      write("Nothing.csv", "instruction,gpt-4\n" + csv_quote(nan_record) + ",b\n");
+  try {
+    import_synsciqa(nothing, std::nullopt, nullptr);
+    FAIL("no error");
+  } catch (const citeforge::Error& e) {
+    CHECK(std::string(e.what()).rfind(nothing + ": no usable record (1 skipped; the first: ", 0) ==
+          0);
+  }
+}
+
+TEST_CASE("synsciqa: silver labels name the answer they come from", "[synsciqa]") {
+  std::string input = write("T.csv", "instruction,gpt-35,gpt-4\n" + csv_quote(kI1) + "," +
+                                         csv_quote("X (Jones, 2020, p.3).") + "," +
+                                         csv_quote("X (Smith et al., 2019, p.54).") + "\n");
+  auto ex = import_synsciqa(input, std::nullopt, nullptr);
+  CHECK(ex.at(0).labels_from == "gpt-4");
+  auto out = (temp_dir("synsciqa") / "silver.jsonl").string();
+  write_examples_jsonl(out, ex);
+  CHECK(read_examples_jsonl(out).at(0).labels_from == "gpt-4");
+}
+
 TEST_CASE("synsciqa: a golden file that does not match is an error", "[synsciqa]") {
   std::string input =
       write("G.csv", "instruction,gpt-4\n" + csv_quote(kI1) + ",a\n" + csv_quote(kI2) + ",b\n");
@@ -249,8 +305,8 @@ TEST_CASE("synsciqa: a golden file that does not match is an error", "[synsciqa]
 TEST_CASE("synsciqa: the real SynSciQA_test imports fully with gold labels", "[synsciqa][shared]") {
   SynsciqaReport report;
   auto ex =
-      import_synsciqa(shared_path("data/synsciqa/SynSciQA_test.csv"),
-                      shared_path("data/synsciqa/SynSciQA_test_with_golden_sources.csv"), &report);
+      import_synsciqa(dataset_path("synsciqa/SynSciQA_test.csv"),
+                      dataset_path("synsciqa/SynSciQA_test_with_golden_sources.csv"), &report);
   CHECK(ex.size() == 539);
   CHECK(report.rows == 539);
   CHECK(report.imported == 539);
@@ -281,8 +337,8 @@ TEST_CASE("synsciqa: the real GenSearch_test imports fully with gold labels",
           "[synsciqa][shared]") {
   SynsciqaReport report;
   auto ex =
-      import_synsciqa(shared_path("data/synsciqa/GenSearch_test.csv"),
-                      shared_path("data/synsciqa/GenSearch_test_with_golden_sources.csv"), &report);
+      import_synsciqa(dataset_path("synsciqa/GenSearch_test.csv"),
+                      dataset_path("synsciqa/GenSearch_test_with_golden_sources.csv"), &report);
   CHECK(ex.size() == 106);
   CHECK(report.no_relevant == 20);
   CHECK(report.unlabelled_sources == 0);
@@ -294,7 +350,7 @@ TEST_CASE("synsciqa: the real GenSearch_test imports fully with gold labels",
 
 TEST_CASE("synsciqa: the real SynSciQA++ imports fully with silver labels", "[synsciqa][shared]") {
   SynsciqaReport report;
-  auto ex = import_synsciqa(shared_path("data/synsciqa/SynSciQA++.json"), std::nullopt, &report);
+  auto ex = import_synsciqa(dataset_path("synsciqa/SynSciQA++.json"), std::nullopt, &report);
   CHECK(ex.size() == 669);
   CHECK(report.duplicate_names == 83);  // README: 83 of 669
   // 88 teacher answers hold no citation at all (the README says 95; a count of answers without
@@ -315,8 +371,8 @@ TEST_CASE("synsciqa: the real SynSciQA++ imports fully with silver labels", "[sy
 
 TEST_CASE("synsciqa: imported examples survive a JSONL round trip", "[synsciqa][shared]") {
   auto ex =
-      import_synsciqa(shared_path("data/synsciqa/GenSearch_test.csv"),
-                      shared_path("data/synsciqa/GenSearch_test_with_golden_sources.csv"), nullptr);
+      import_synsciqa(dataset_path("synsciqa/GenSearch_test.csv"),
+                      dataset_path("synsciqa/GenSearch_test_with_golden_sources.csv"), nullptr);
   auto path = (temp_dir("synsciqa") / "gensearch.jsonl").string();
   write_examples_jsonl(path, ex);
   auto back = read_examples_jsonl(path);

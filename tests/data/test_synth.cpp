@@ -46,8 +46,8 @@ std::set<int> relevant_keys(const Example& e) {
   return keys;
 }
 
-// Citation precision and recall of one answer as DESIGN.md §3 defines them (numeric style, every
-// cited key exists), written out here so the test does not depend on rewards/.
+// Citation precision and recall of one answer as docs/design.md §3 defines them (numeric style,
+// every cited key exists), written out here so the test does not depend on rewards/.
 std::pair<double, double> precision_recall(const std::set<int>& cited, const std::set<int>& rel) {
   if (rel.empty()) return cited.empty() ? std::pair{1.0, 1.0} : std::pair{0.0, 0.0};
   if (cited.empty()) return {0.0, 0.0};

@@ -2,12 +2,13 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "common/yaml_fields.h"
 #include "data/synth.h"
 #include "data/synth_vocab.h"
-#include "data/yaml_fields.h"
 #include "tests/test_paths.h"
 
 using namespace citeforge::data;
+using citeforge::parse_yaml_text;
 
 namespace {
 

@@ -1,6 +1,5 @@
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "common/error.h"
 #include "models/checkpoint_io.h"
@@ -13,8 +12,8 @@ using Catch::Matchers::Contains;
 
 namespace {
 struct Stories {
-  models::LlamaForCausalLM model = models::load_model(testing::shared_path("models/stories260K"));
-  models::Tokenizer tokenizer{testing::shared_path("models/stories260K/tokenizer.model")};
+  models::LlamaForCausalLM model = models::load_model(testing::fixture_path("models/stories260K"));
+  models::Tokenizer tokenizer{testing::fixture_path("models/stories260K/tokenizer.model")};
   std::vector<int64_t> prompt = tokenizer.encode("Once upon a time", true);
   models::TokenDecoder decode = [this](const std::vector<int64_t>& t) {
     return tokenizer.decode(t);

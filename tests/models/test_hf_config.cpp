@@ -21,7 +21,7 @@ json minimal() {
 }  // namespace
 
 TEST_CASE("stories260K config.json reads every field the decoder needs", "[models][config]") {
-  auto c = models::read_model_config(testing::shared_path("models/stories260K/config.json"));
+  auto c = models::read_model_config(testing::fixture_path("models/stories260K/config.json"));
   CHECK(c.architecture == "LlamaForCausalLM");
   CHECK(c.hidden_size == 64);
   CHECK(c.intermediate_size == 172);

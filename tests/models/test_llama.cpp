@@ -47,7 +47,7 @@ TEST_CASE("Llama with tied embeddings and theta 5e5 matches HF", "[models][llama
 }
 
 TEST_CASE("stories260K: greedy decoding and logits match HF transformers", "[models][llama][hf]") {
-  const auto dir = testing::shared_path("models/stories260K");
+  const auto dir = testing::fixture_path("models/stories260K");
   auto model = models::load_model(dir);
   models::Tokenizer tokenizer(dir + "/tokenizer.model");
   auto expected = models::open_safetensors(

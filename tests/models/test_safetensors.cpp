@@ -137,7 +137,7 @@ TEST_CASE("loading weights rejects missing, extra and mis-shaped tensors",
 
 TEST_CASE("save_model writes an HF directory that loads back identically",
           "[models][safetensors]") {
-  auto model = models::load_model(testing::shared_path("models/stories260K"));
+  auto model = models::load_model(testing::fixture_path("models/stories260K"));
   auto dir = testing::temp_dir("save");
   models::save_model(model, dir.string());
   auto again = models::load_model(dir.string());

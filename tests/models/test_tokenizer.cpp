@@ -39,7 +39,7 @@ std::vector<std::vector<int64_t>> read_outputs(const std::string& path) {
 
 TEST_CASE("the Llama 2 tokenizer reproduces llama.cpp's test vectors and round-trips",
           "[models][tokenizer]") {
-  const auto dir = testing::shared_path("models/llama2-tokenizer/");
+  const auto dir = testing::fixture_path("models/llama2-tokenizer/");
   models::Tokenizer tok(dir + "tokenizer.model");
   CHECK(tok.vocab_size() == 32000);
   CHECK(tok.bos_id() == 1);
@@ -58,7 +58,7 @@ TEST_CASE("the Llama 2 tokenizer reproduces llama.cpp's test vectors and round-t
 
 TEST_CASE("byte fallback encodes characters outside the vocabulary as bytes",
           "[models][tokenizer]") {
-  models::Tokenizer tok(testing::shared_path("models/stories260K/tokenizer.model"));
+  models::Tokenizer tok(testing::fixture_path("models/stories260K/tokenizer.model"));
   CHECK(tok.vocab_size() == 512);
   const std::string text = "Lily saw a 🦙 and said ü";
   auto ids = tok.encode(text, true, true);
@@ -70,7 +70,7 @@ TEST_CASE("byte fallback encodes characters outside the vocabulary as bytes",
 }
 
 TEST_CASE("chat templates wrap prompts as each model family expects", "[models][tokenizer][chat]") {
-  models::Tokenizer tok(testing::shared_path("models/llama2-tokenizer/tokenizer.model"));
+  models::Tokenizer tok(testing::fixture_path("models/llama2-tokenizer/tokenizer.model"));
   // HF's Llama-2 chat template for "Hi": <s>[INST] Hi [/INST]
   auto llama2 = models::encode_chat_prompt(tok, models::chat_template("llama2"), "Hi");
   CHECK(llama2 == std::vector<int64_t>{1, 518, 25580, 29962, 6324, 518, 29914, 25580, 29962});

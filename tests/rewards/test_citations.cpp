@@ -252,8 +252,8 @@ TEST_CASE("citation groups record positions and well-formedness", "[citations]")
 
 TEST_CASE("named citations resolve the real teacher answers' abbreviations",
           "[citations][synsciqa]") {
-  using citeforge::testing::shared_path;
-  auto examples = citeforge::data::import_synsciqa(shared_path("data/synsciqa/SynSciQA_test.csv"),
+  using citeforge::testing::dataset_path;
+  auto examples = citeforge::data::import_synsciqa(dataset_path("synsciqa/SynSciQA_test.csv"),
                                                    std::nullopt, nullptr);
   auto key_of = [&](const citeforge::data::Example& e, const std::string& name) {
     for (const auto& s : e.sources)
@@ -278,7 +278,7 @@ TEST_CASE("named citations resolve the real teacher answers' abbreviations",
   CHECK(p382.invalid.empty());
   CHECK_FALSE(p382.cited.empty());
 
-  auto train = citeforge::data::import_synsciqa(shared_path("data/synsciqa/SynSciQA++.json"),
+  auto train = citeforge::data::import_synsciqa(dataset_path("synsciqa/SynSciQA++.json"),
                                                 std::nullopt, nullptr);
   // Record 14: "(NASA, 2010, p. 7)" for "National Aeronautics and Space Administration, ...".
   const auto& e14 = train.at(14);

@@ -118,7 +118,7 @@ TEST_CASE("edge case: only invalid citations and no relevant source", "[metrics]
   CHECK(ignored.source_quality == 1);
 }
 
-TEST_CASE("source quality follows DESIGN §3", "[metrics]") {
+TEST_CASE("source quality follows docs/design.md §3", "[metrics]") {
   CHECK(score_answer(numeric_example({Rel, Rel, Irr}), "A [1]. B [2].").source_quality == 1);
   CHECK(score_answer(numeric_example({Rel, Rel, Irr}), "A [1].").source_quality ==
         1);  // not all needed
@@ -214,13 +214,14 @@ TEST_CASE("named_values lists every metric once, in report order", "[metrics]") 
   for (const auto& [name, value] : values) names.push_back(name);
   CHECK(names == std::vector<std::string>{
                      "precision", "recall", "f1", "reward", "answer_length", "distinct_citations",
-                     "invalid_citations", "source_quality", "format_quality", "chance_precision",
-                     "chance_recall", "chance_f1", "chance_reward", "chance_source_quality"});
+                     "invalid_citations", "source_quality", "source_quality_paper",
+                     "format_quality", "chance_precision", "chance_recall", "chance_f1",
+                     "chance_reward", "chance_source_quality", "chance_source_quality_paper"});
   CHECK(values[0].second == 0.25);
   CHECK(values[4].second == 7);
   m.overlap_precision = 0.5;
   m.overlap_recall = 1;
-  CHECK(named_values(m).size() == 16);
+  CHECK(named_values(m).size() == 18);
 }
 
 TEST_CASE("invalid_citations option parses and names its origin on error", "[metrics]") {
@@ -244,7 +245,7 @@ TEST_CASE("the chance reference equals citing as many documents at random", "[me
                                                                {7, 5, 2}}) {
     INFO("k " << k << " n " << n << " r " << r);
     const int draws = 40000;
-    double p = 0, rc = 0, f1 = 0, sq = 0;
+    double p = 0, rc = 0, f1 = 0, sq = 0, sq_paper = 0;
     std::vector<int> docs(n);
     std::iota(docs.begin(), docs.end(), 0);  // documents 0..r-1 are the relevant ones
     for (int d = 0; d < draws; ++d) {
@@ -256,13 +257,38 @@ TEST_CASE("the chance reference equals citing as many documents at random", "[me
       rc += pr.recall;
       f1 += f1_score(pr.precision, pr.recall);
       sq += cited == 0 ? (r == 0) : (hits == cited ? 1 : 0);
+      sq_paper += hits == cited ? 1 : 0;  // no irrelevant document among those drawn
     }
     auto c = chance_reference(k, n, r);
     CHECK(c.precision == Approx(p / draws).margin(0.01));
     CHECK(c.recall == Approx(rc / draws).margin(0.01));
     CHECK(c.f1 == Approx(f1 / draws).margin(0.01));
     CHECK(c.source_quality == Approx(sq / draws).margin(0.01));
+    CHECK(c.source_quality_paper == Approx(sq_paper / draws).margin(0.01));
   }
+}
+
+TEST_CASE("the paper's source quality fails only on a cited irrelevant source",
+          "[metrics][source_quality]") {
+  // Where the two definitions part: abstaining although a relevant source exists, and a
+  // citation that names no source, fail `source_quality` but pass the paper's definition.
+  auto e = numeric_example({Rel, Irr, Seem, Irr, Irr});
+  auto abstain = score_answer(e, "No citations.");
+  CHECK(abstain.source_quality == 0);
+  CHECK(abstain.source_quality_paper == 1);
+  CHECK(abstain.chance_source_quality_paper == 1);
+  auto invalid_only = score_answer(e, "A [9].");
+  CHECK(invalid_only.source_quality == 0);
+  CHECK(invalid_only.source_quality_paper == 1);
+  auto right = score_answer(e, "A [1].");
+  CHECK(right.source_quality == 1);
+  CHECK(right.source_quality_paper == 1);
+  CHECK(right.chance_source_quality_paper == Approx(0.2));
+  CHECK(score_answer(e, "A [1][2].").source_quality_paper == 0);
+  CHECK(score_answer(e, "A [3].").source_quality_paper == 0);  // seemingly relevant is not
+  auto unknown = numeric_example({Rel, Irr});
+  unknown.sources[1].label = Label::unknown;
+  CHECK(score_answer(unknown, "A [2].").source_quality_paper == 1);
 }
 
 TEST_CASE("every scored answer carries its chance reference", "[metrics][chance]") {

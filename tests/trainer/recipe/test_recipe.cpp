@@ -1,0 +1,163 @@
+// `citeforge run` end to end on the tiny config: the run directory's contents, and that a run
+// killed with SIGKILL and resumed ends bit-identical to an uninterrupted one.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "common/file_io.h"
+#include "tests/cli_runner.h"
+#include "tests/test_paths.h"
+#include "trainer/run/train_checkpoint.h"
+
+using namespace citeforge;
+namespace fs = std::filesystem;
+
+namespace {
+const std::string kConfig = "tests/fixtures/configs/tiny.yaml";
+
+std::string run_args(const fs::path& out, const std::string& extra = "") {
+  return "run " + kConfig + " --out " + out.string() + " " + extra;
+}
+}  // namespace
+
+TEST_CASE("run: SFT on a built model fills the run directory", "[trainer][pipeline]") {
+  auto out = testing::temp_dir("run-sft") / "run";
+  // With a reading split: its questions, answered with the documents named in words but never
+  // cited, join pre-training, and so do copy drills.
+  const std::string reading =
+      "--set data.synth.pretrain=24 --set data.reading_sources=prose --set pretrain.copy_drills=16 "
+      "--set pretrain.copy_drill_tokens=8";
+  auto r = testing::run_citeforge(run_args(out, reading));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  for (const char* f :
+       {"config.resolved.yaml", "metrics.jsonl", "results.json", "selection.json",
+        "base_model/config.json", "base_model/model.safetensors", "base_model/tokenizer.model",
+        "checkpoints/sft-1/checksums.json", "checkpoints/sft-2/trainable.safetensors",
+        "checkpoints/pretrain-1/state.json", "eval/base-0/validation.h5", "eval/sft-2/test_ood.h5",
+        "data/train.jsonl", "data/pretrain.jsonl"})
+    CHECK(fs::exists(out / f));
+  auto results = nlohmann::json::parse(read_file((out / "results.json").string()));
+  CHECK(results.size() == 6);  // (base-0, sft-1, sft-2) x (validation, test_ood)
+  // The Table 2 layout per test set, then one line per selected checkpoint.
+  CHECK(r.output.find("Table 2, validation (in-distribution):") != std::string::npos);
+  CHECK(r.output.find("Table 2, test_ood (out-of-distribution):") != std::string::npos);
+  CHECK(r.output.find("| SFT    |") != std::string::npos);
+  CHECK(r.output.find("sft epoch ") != std::string::npos);
+  CHECK(r.output.find(": validation f1 ") != std::string::npos);
+  CHECK(r.output.find("and 24 reading questions answered with the documents named in words and "
+                      "16 copy drills") != std::string::npos);
+  // Rerunning a finished run does no work again and changes nothing.
+  const std::string before = read_file((out / "results.json").string());
+  auto again = testing::run_citeforge(run_args(out, reading));
+  CHECK(again.exit_code == 0);
+  CHECK(read_file((out / "results.json").string()) == before);
+  // The same directory with another config is refused.
+  auto other = testing::run_citeforge(run_args(out, "--set sft.lr=0.5"));
+  CHECK(other.exit_code != 0);
+  CHECK(other.output.find("different config") != std::string::npos);
+}
+
+TEST_CASE("run: SFT killed mid-epoch resumes to bit-identical adapters",
+          "[trainer][pipeline][resume]") {
+  auto root = testing::temp_dir("run-kill");
+  auto straight =
+      testing::run_citeforge(run_args(root / "straight", "--set pretrain.enabled=false"));
+  INFO(straight.output);
+  REQUIRE(straight.exit_code == 0);
+  // 48 examples / batch 4 = 12 micro-batches = 6 steps per epoch; a checkpoint every 2 steps.
+  // Killed after step 3, the run loses step 3 and redoes it from the step-2 checkpoint.
+  auto killed = testing::run_citeforge(run_args(root / "killed", "--set pretrain.enabled=false"),
+                                       "CITEFORGE_KILL_AT=sft:3");
+  CHECK(killed.killed);
+  CHECK(fs::exists(root / "killed/checkpoints/sft-last"));
+  CHECK_FALSE(fs::exists(root / "killed/checkpoints/sft-1"));
+  auto resumed = testing::run_citeforge(run_args(root / "killed", "--set pretrain.enabled=false"));
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(resumed.output.find("resuming") != std::string::npos);
+  for (const char* f :
+       {"checkpoints/sft-1/trainable.safetensors", "checkpoints/sft-2/trainable.safetensors",
+        "checkpoints/sft-2/optimizer.safetensors"})
+    CHECK(read_file((root / "straight" / f).string()) == read_file((root / "killed" / f).string()));
+  CHECK(read_file((root / "straight/results.json").string()) ==
+        read_file((root / "killed/results.json").string()));
+}
+
+TEST_CASE("run: PPO after SFT killed mid-run resumes to the same results",
+          "[trainer][pipeline][resume][ppo]") {
+  auto root = testing::temp_dir("run-ppo-kill");
+  const std::string extra = "--set pretrain.enabled=false --set 'settings=[sft, ppo, sft+ppo]'";
+  auto straight = testing::run_citeforge(run_args(root / "straight", extra));
+  INFO(straight.output);
+  REQUIRE(straight.exit_code == 0);
+  auto killed =
+      testing::run_citeforge(run_args(root / "killed", extra), "CITEFORGE_KILL_AT=sft+ppo:3");
+  CHECK(killed.killed);
+  auto resumed = testing::run_citeforge(run_args(root / "killed", extra));
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(read_file((root / "straight/results.json").string()) ==
+        read_file((root / "killed/results.json").string()));
+  CHECK(read_file((root / "straight/checkpoints/sft+ppo-2/trainable.safetensors").string()) ==
+        read_file((root / "killed/checkpoints/sft+ppo-2/trainable.safetensors").string()));
+  for (const char* f : {"tables", "selection.json", "eval/ppo-2/validation.h5"})
+    CHECK(fs::exists(root / "straight" / f));
+}
+
+TEST_CASE("run: a non-finite loss stops training, names the step and keeps the last checkpoint",
+          "[trainer][pipeline][fault]") {
+  auto root = testing::temp_dir("run-nan");
+  for (const auto& [stage, settings] :
+       {std::pair<std::string, std::string>{"ppo", "[ppo]"}, {"sft", "[sft]"}}) {
+    INFO(stage);
+    const auto out = root / stage;
+    auto r = testing::run_citeforge(
+        run_args(out, "--set pretrain.enabled=false --set 'settings=" + settings + "'"),
+        "CITEFORGE_NAN_AT=" + stage + ":3");
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("non-finite loss") != std::string::npos);
+    CHECK(r.output.find(stage == "ppo" ? "iteration 3" : "step 3") != std::string::npos);
+    // The checkpoint before the failure is whole and says where training stood.
+    const auto last = (out / "checkpoints" / (stage + "-last")).string();
+    trainer::verify_checkpoint(last);
+    auto state = nlohmann::json::parse(read_file(last + "/state.json"));
+    CHECK(state["global_step"] == 2);
+  }
+}
+
+TEST_CASE("the SynSciQA SFT config runs on stories260K, prompts cut to its context",
+          "[trainer][pipeline][synsciqa]") {
+  auto out = testing::temp_dir("run-synsciqa") / "run";
+  auto r = testing::run_citeforge("run configs/synsciqa/stories260k_sft_smoke.yaml --out " +
+                                  out.string() +
+                                  " --set sft.max_examples=8 --set sft.epochs=1"
+                                  " --set eval.max_examples=4");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("imported 669 SynSciQA examples") != std::string::npos);
+  CHECK(r.output.find("their middle (sources) was cut") != std::string::npos);
+  auto results = nlohmann::json::parse(read_file((out / "results.json").string()));
+  CHECK(results.size() == 4);  // (base-0, sft-1) x (synsciqa_test, gensearch_test)
+  CHECK(fs::exists(out / "eval/sft-1/gensearch_test.h5"));
+}
+
+TEST_CASE("the built-model demo config runs end to end, with chance references",
+          "[trainer][pipeline][demo]") {
+  auto out = testing::temp_dir("run-demo-built") / "run";
+  auto r = testing::run_citeforge("run configs/demo_built.yaml --out " + out.string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  for (const char* f : {"base_model/tokenizer_config.json", "selection.json",
+                        "tables/table2_test.md", "eval/sft+ppo-2/test_ood.h5"})
+    CHECK(fs::exists(out / f));
+  auto results = nlohmann::json::parse(read_file((out / "results.json").string()));
+  // base-0, sft-1, sft-2, ppo-1, ppo-2, sft+ppo-1, sft+ppo-2 on three test sets.
+  CHECK(results.size() == 21);
+  for (const auto& record : results)
+    for (const char* m : {"chance_precision", "chance_recall", "chance_f1", "chance_reward"})
+      CHECK(record["metrics"].contains(m));
+  CHECK(r.output.find("| Tuning  | Epoch |                F1 | F1 chance |") != std::string::npos);
+  fs::remove_all(out.parent_path());
+}

@@ -1,0 +1,54 @@
+// citeforge export --checkpoint DIR --format peft|merged --out DIR [--model BASE_DIR]
+//   peft:   the checkpoint's adapter as Python peft loads it (adapter_model.safetensors +
+//           adapter_config.json).
+//   merged: the base model with the adapter folded into its weights, a plain HF checkpoint
+//           (config.json, model.safetensors, and the base's tokenizer.model when it has one).
+#include <cstdio>
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/file_io.h"
+#include "models/checkpoint_io.h"
+#include "models/peft_adapter.h"
+#include "trainer/cli/cli_args.h"
+#include "trainer/cli/commands.h"
+#include "trainer/run/run_checkpoint.h"
+#include "trainer/run/train_checkpoint.h"
+
+namespace citeforge::trainer {
+namespace fs = std::filesystem;
+
+int command_export(const Args& raw) {
+  auto args = parse_cli("export", raw, {"checkpoint", "format", "out", "model"}, {});
+  const std::string checkpoint = verified_adapter_dir(args.require("checkpoint"));
+  const std::string format = args.require("format");
+  const fs::path out = args.require("out");
+  if (format != "peft" && format != "merged") throw Error("--format must be peft or merged");
+
+  const std::string base = args.get_or("model", adapter_base_model(checkpoint));
+  if (base.empty() || !fs::is_directory(base))
+    fail_at(checkpoint + "/adapter_config.json", "field 'base_model_name_or_path'",
+            "base model directory '" + base + "' does not exist; pass --model BASE_DIR");
+
+  auto model = models::load_model(base);
+  auto adapter = models::load_peft_adapter(model, checkpoint);
+  if (format == "peft") {
+    models::save_peft_adapter(model, adapter.config, fs::absolute(base).string(), out.string());
+  } else {
+    models::merge_adapters(model);
+    models::save_model(model, out.string());
+    // The base's tokenizer files come along, so the merged model loads as it is (transformers'
+    // AutoTokenizer reads tokenizer_config.json with tokenizer.model or tokenizer.json).
+    for (const char* name :
+         {"tokenizer.model", "tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
+      const fs::path file = fs::path(base) / name;
+      if (fs::exists(file)) fs::copy_file(file, out / name, fs::copy_options::overwrite_existing);
+    }
+  }
+  std::fprintf(stderr, "[export] %s adapter of %s (r %lld, %zu layers) -> %s\n", format.c_str(),
+               checkpoint.c_str(), (long long)adapter.config.spec.r, adapter.adapted.size(),
+               out.c_str());
+  return 0;
+}
+
+}  // namespace citeforge::trainer

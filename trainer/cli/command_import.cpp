@@ -1,0 +1,21 @@
+// citeforge import gguf FILE --out DIR: a GGUF checkpoint as an HF-layout model directory.
+#include <cstdio>
+
+#include "common/error.h"
+#include "models/gguf_import.h"
+#include "trainer/cli/cli_args.h"
+#include "trainer/cli/commands.h"
+
+namespace citeforge::trainer {
+
+int command_import(const Args& raw) {
+  auto args = parse_cli("import", raw, {"out"}, {});
+  if (args.positional.size() != 2 || args.positional[0] != "gguf")
+    throw Error("usage: citeforge import gguf FILE.gguf --out DIR");
+  models::import_gguf(args.positional[1], args.require("out"), [](const std::string& line) {
+    std::fprintf(stderr, "[import] %s\n", line.c_str());
+  });
+  return 0;
+}
+
+}  // namespace citeforge::trainer

@@ -1,0 +1,174 @@
+// `citeforge score`: scores answers (from a file or a named reference of each example) against
+// the examples' sources and labels, prints a table, and with --out writes per_example.jsonl and
+// summary.json (docs/design.md §6).
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/file_io.h"
+#include "data/answers.h"
+#include "data/example.h"
+#include "rewards/metrics.h"
+#include "trainer/cli/cli_args.h"
+#include "trainer/cli/commands.h"
+#include "trainer/eval/eval_record.h"
+
+namespace citeforge::trainer {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: citeforge score --data FILE.jsonl (--reference NAME | --answers ANSWERS.jsonl) "
+    "[--out DIR] [--invalid-citations penalize|ignore] [--overlap-reference NAME]";
+
+std::string list_names(const std::map<std::string, std::string>& references) {
+  std::string names;
+  for (const auto& [name, answer] : references) names += (names.empty() ? "" : ", ") + name;
+  return names.empty() ? "none" : names;
+}
+
+// The answer to score for each example, in the order of the data file.
+std::vector<std::string> answers_for(const std::vector<data::Example>& examples,
+                                     const std::string& data_path, const CliArgs& cli) {
+  std::vector<std::string> out;
+  if (auto reference = cli.get("reference")) {
+    for (const auto& e : examples) {
+      auto it = e.references.find(*reference);
+      if (it == e.references.end())
+        fail_at(
+            data_path, "example '" + e.id + "'",
+            "no reference answer '" + *reference + "' (it has: " + list_names(e.references) + ")");
+      out.push_back(it->second);
+    }
+    return out;
+  }
+  std::string answers_path = cli.require("answers");
+  auto answers = data::read_answers_jsonl(answers_path);
+  std::map<std::string, bool> known;
+  for (const auto& e : examples) known[e.id] = true;
+  for (const auto& [id, answer] : answers)
+    if (!known.count(id))
+      fail_at(answers_path, "id '" + id + "'", "no such example in " + data_path);
+  std::size_t missing = 0;
+  std::string first_missing;
+  for (const auto& e : examples) {
+    auto it = answers.find(e.id);
+    if (it == answers.end()) {
+      if (missing++ == 0) first_missing = e.id;
+      continue;
+    }
+    out.push_back(it->second);
+  }
+  if (missing > 0)
+    fail_at(answers_path, "",
+            "no answer for example '" + first_missing + "'" +
+                (missing > 1 ? " and " + std::to_string(missing - 1) + " more" : ""));
+  return out;
+}
+
+// Metrics that depend on the relevance labels. When the labels were derived from the very
+// answers being scored (silver labels from `--reference NAME`), these only measure the answer
+// against itself, so they are reported as not applicable.
+bool uses_labels(const std::string& metric) {
+  static const std::set<std::string> label_metrics = {
+      "precision", "recall", "f1", "reward", "source_quality", "source_quality_paper"};
+  return label_metrics.count(metric) || metric.rfind("chance_", 0) == 0;
+}
+
+// How many examples have silver labels taken from the answers `--reference` scores.
+std::size_t circular_labels(const std::vector<data::Example>& examples, const CliArgs& cli) {
+  auto reference = cli.get("reference");
+  if (!reference) return 0;
+  std::size_t n = 0;
+  for (const auto& e : examples)
+    n += e.labels == data::LabelKind::silver && e.labels_from == *reference ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+int command_score(const Args& args) {
+  CliArgs cli = parse_cli(
+      "score", args,
+      {"data", "answers", "reference", "out", "invalid-citations", "overlap-reference"}, {});
+  if (!cli.positional.empty())
+    throw Error("score: unexpected argument '" + cli.positional.front() + "'; " + kUsage);
+  if (cli.has("answers") == cli.has("reference"))
+    throw Error(std::string("score: give exactly one of --answers FILE or --reference NAME; ") +
+                kUsage);
+  std::string data_path = cli.require("data");
+  rewards::MetricOptions options;
+  options.invalid_citations = rewards::parse_invalid_citations(
+      cli.get_or("invalid-citations", "penalize"), "--invalid-citations");
+  auto overlap_name = cli.get("overlap-reference");
+
+  std::vector<data::Example> examples = data::read_examples_jsonl(data_path);
+  if (examples.empty()) fail_at(data_path, "", "no examples to score");
+  std::vector<std::string> answers = answers_for(examples, data_path, cli);
+
+  if (overlap_name)  // checked here to name the flag
+    for (const auto& e : examples)
+      if (!e.references.count(*overlap_name))
+        fail_at(data_path, "example '" + e.id + "'",
+                "no reference answer '" + *overlap_name +
+                    "' for --overlap-reference (it has: " + list_names(e.references) + ")");
+  // The same scoring as a run's evaluations, so score's files agree with the archives.
+  EvalOptions eval;
+  eval.metrics = options;
+  eval.overlap_reference = overlap_name;
+  eval.data_path = data_path;
+  const EvalRecord record = evaluate_answers(examples, answers, eval);
+  const std::size_t circular = circular_labels(examples, cli);
+  std::string not_applicable;
+  if (circular > 0) {
+    not_applicable = "the relevance labels of " + std::to_string(circular) + " of " +
+                     std::to_string(examples.size()) + " examples were derived from the '" +
+                     *cli.get("reference") + "' answers being scored";
+    std::printf(
+        "note: %s, so the metrics that use the labels (precision, recall, F1, reward, "
+        "source quality and their chance references) are not applicable\n",
+        not_applicable.c_str());
+  }
+  auto applicable = [&](const std::string& metric) {
+    return not_applicable.empty() || !uses_labels(metric);
+  };
+  std::string per_example;
+  for (std::size_t i = 0; i < record.ids.size(); ++i) {
+    nlohmann::ordered_json line;
+    line["id"] = record.ids[i];
+    for (const auto& [name, column] : record.metrics)
+      line[name] = applicable(name) ? json_number(column[i]) : nlohmann::ordered_json();
+    per_example += line.dump() + "\n";
+  }
+  nlohmann::ordered_json summary;
+  std::printf("%-27s %10s  %-22s %6s\n", "metric", "mean", "95% CI (bootstrap)", "n");
+  for (const auto& [name, a] : record.aggregates) {
+    if (!applicable(name)) {
+      summary[name] = {{"mean", nullptr}, {"count", a.count}, {"not_applicable", not_applicable}};
+      std::printf("%-27s %10s\n", name.c_str(), "n/a");
+      continue;
+    }
+    summary[name] = {{"mean", json_number(a.mean)},
+                     {"count", a.count},
+                     {"ci_low", json_number(a.ci_low)},
+                     {"ci_high", json_number(a.ci_high)}};
+    std::printf("%-27s %10.4f  [%8.4f, %8.4f]   %6zu\n", name.c_str(), a.mean, a.ci_low, a.ci_high,
+                a.count);
+  }
+  if (auto out = cli.get("out")) {
+    std::filesystem::create_directories(*out);
+    write_file_atomically((std::filesystem::path(*out) / "per_example.jsonl").string(),
+                          per_example);
+    write_file_atomically((std::filesystem::path(*out) / "summary.json").string(),
+                          summary.dump(2) + "\n");
+    std::printf("wrote %s/per_example.jsonl and %s/summary.json\n", out->c_str(), out->c_str());
+  }
+  return 0;
+}
+
+}  // namespace citeforge::trainer

@@ -1,0 +1,38 @@
+// citeforge tokenize --model DIR: the token ids of each line of standard input, one line of ids
+// per input line (like llama.cpp's tokenize tool), for checking a tokenizer by eye or by script.
+#include <iostream>
+#include <string>
+
+#include "common/error.h"
+#include "models/gguf_import.h"
+#include "models/tokenizer.h"
+#include "trainer/cli/cli_args.h"
+#include "trainer/cli/commands.h"
+
+namespace citeforge::trainer {
+
+int command_tokenize(const Args& raw) {
+  auto args = parse_cli("tokenize", raw, {"model", "tokenizer"}, {"no-parse-special", "pieces"});
+  if (!args.has("model") && !args.has("tokenizer"))
+    throw Error("give --model DIR|FILE.gguf or --tokenizer FILE");
+  std::string source = args.get_or("tokenizer", args.get_or("model", ""));
+  // A .gguf carries its vocabulary; reading it directly avoids importing the weights.
+  auto tokenizer =
+      models::is_gguf_path(source)
+          ? models::Tokenizer(models::gguf_vocabulary(models::read_gguf(source)), source)
+          : models::Tokenizer(source);
+  const bool parse_special = !args.has("no-parse-special");
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    auto ids = tokenizer.encode(line, false, false, parse_special);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i) std::cout << ' ';
+      std::cout << ids[i];
+      if (args.has("pieces")) std::cout << ":'" << tokenizer.piece(ids[i]) << "'";
+    }
+    std::cout << '\n';
+  }
+  return 0;
+}
+
+}  // namespace citeforge::trainer

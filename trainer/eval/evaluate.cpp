@@ -1,0 +1,97 @@
+#include "trainer/eval/evaluate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "common/file_io.h"
+#include "models/generate.h"
+#include "trainer/eval/eval_archive.h"
+#include "trainer/eval/eval_record.h"
+#include "trainer/eval/results.h"
+#include "trainer/run/progress.h"
+
+namespace citeforge::trainer {
+
+GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptFormat& format,
+                                  const std::vector<data::Example>& examples,
+                                  int64_t max_new_tokens, int64_t batch_size,
+                                  const std::string& label) {
+  GeneratedAnswers out;
+  std::vector<std::vector<int64_t>> prompts;
+  const int64_t room = model->config.max_positions - max_new_tokens;
+  int64_t cut = 0;
+  for (const auto& ex : examples) {
+    out.prompts.push_back(data::render_prompt(format.prompt, ex));
+    prompts.push_back(encode_prompt(*format.tokenizer, format.chat, format.prompt, ex));
+    cut += fit_prompt(prompts.back(), room);
+  }
+  if (cut > 0)
+    std::fprintf(stderr,
+                 "[%s] warning: %lld of %zu prompts are longer than the model's %lld positions "
+                 "allow with %lld new tokens; their middle (sources) was cut\n",
+                 label.c_str(), (long long)cut, examples.size(),
+                 (long long)model->config.max_positions, (long long)max_new_tokens);
+  out.answers.resize(examples.size());
+  // Similar lengths batch together, so little compute goes into padding.
+  std::vector<std::size_t> order(examples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return prompts[a].size() < prompts[b].size();
+  });
+  models::SamplingOptions options;
+  options.greedy = true;
+  options.max_new_tokens = max_new_tokens;
+  options.eos_ids = {format.tokenizer->eos_id()};
+  const auto decode = [&](const std::vector<int64_t>& t) { return format.tokenizer->decode(t); };
+  const bool was_training = model->is_training();
+  model->eval();
+  Progress progress(label, int64_t(examples.size()));
+  for (std::size_t begin = 0; begin < order.size(); begin += std::size_t(batch_size)) {
+    const std::size_t end = std::min(order.size(), begin + std::size_t(batch_size));
+    std::vector<std::vector<int64_t>> batch;
+    for (std::size_t i = begin; i < end; ++i) batch.push_back(prompts[order[i]]);
+    auto generations = models::generate(model, batch, options, decode);
+    for (std::size_t i = begin; i < end; ++i) out.answers[order[i]] = generations[i - begin].text;
+    progress.update(int64_t(end), "answers");
+  }
+  progress.finish(std::to_string(examples.size()) + " answers");
+  if (was_training) model->train();
+  return out;
+}
+
+void evaluate_all(RunContext& run, const std::string& stage, int epoch,
+                  const std::string& checkpoint) {
+  for (const auto& test : run.test_sets) {
+    const std::string archive = eval_archive_path(run.run_dir, stage, epoch, test.spec.name);
+    if (file_exists(archive)) continue;  // done before an interruption
+    const std::string label = "eval " + stage + "-" + std::to_string(epoch) + " " + test.spec.name;
+    auto answers =
+        generate_answers(run.model, run.format, test.examples, run.config.eval.max_new_tokens,
+                         run.config.eval.batch_size, label);
+    EvalOptions options;
+    options.metrics = run.metric_options;
+    options.data_path = test.spec.path;
+    options.bootstrap_resamples = run.config.eval.bootstrap_resamples;
+    EvalRecord record = evaluate_answers(test.examples, answers.answers, options);
+    record.stage = stage;
+    record.epoch = epoch;
+    record.test_set = test.spec.name;
+    record.checkpoint = checkpoint;
+    record.prompts = answers.prompts;
+    write_eval_archive(archive, record);
+    record_result(results_path(run.run_dir), result_of(record));
+    auto mean = [&](const char* name) {
+      const auto* a = find_aggregate(record.aggregates, name);
+      return a ? a->mean : std::nan("");
+    };
+    std::fprintf(stderr,
+                 "[eval] %s-%d %-12s F1 %.3f  P %.3f  R %.3f  reward %.3f  source quality %.3f  "
+                 "words %.1f\n",
+                 stage.c_str(), epoch, test.spec.name.c_str(), mean("f1"), mean("precision"),
+                 mean("recall"), mean("reward"), mean("source_quality"), mean("answer_length"));
+  }
+}
+
+}  // namespace citeforge::trainer

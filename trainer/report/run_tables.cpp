@@ -1,0 +1,77 @@
+#include "trainer/report/run_tables.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/error.h"
+
+namespace citeforge::trainer {
+
+namespace fs = std::filesystem;
+
+std::string run_name(const std::string& run_dir) {
+  fs::path path = fs::path(run_dir).lexically_normal();
+  if (path.filename().empty()) path = path.parent_path();  // "runs/a/"
+  std::string name = path.filename().string();
+  return name.empty() || name == "." ? fs::absolute(path).filename().string() : name;
+}
+
+TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
+  TabledRun out;
+  std::vector<ResultRecord> results = results_from_archives(run_dir);
+  std::string results_file = results_path(run_dir);
+  write_results(results_file, results);
+  out.files.push_back(results_file);
+
+  // Re-tabling keeps the run's own choice of metric and validation set unless told otherwise.
+  std::string selection_file = selection_path(run_dir);
+  SelectionOptions selection;
+  if ((!options.metric || !options.validation) && fs::exists(selection_file))
+    read_selection(selection_file, &selection);
+  if (options.metric) selection.metric = *options.metric;
+  if (options.validation) selection.validation = *options.validation;
+  auto test_sets = test_sets_of(results);
+  if (std::find(test_sets.begin(), test_sets.end(), selection.validation) == test_sets.end()) {
+    std::string known;
+    for (const auto& t : test_sets) known += (known.empty() ? "" : ", ") + t;
+    fail_at(run_dir, "validation test set",
+            "'" + selection.validation + "' was not evaluated (evaluated: " + known +
+                "); choose one of those to select checkpoints on");
+  }
+  out.selection = selection;
+  out.summary.name = run_name(run_dir);
+  out.summary.results = results;
+  out.summary.selections = select_checkpoints(results, selection, results_file);
+  write_selection(selection_file, selection, out.summary.selections);
+  out.files.push_back(selection_file);
+
+  out.summary.roles =
+      default_roles(results, options.in_distribution.value_or(selection.validation));
+  if (!options.out_of_distribution.empty())
+    out.summary.roles.out_of_distribution = options.out_of_distribution;
+  check_roles(out.summary.roles, results, run_dir);
+  out.summary.correlation_metrics = options.correlation_metrics;
+  if (out.summary.correlation_metrics.empty())
+    for (const auto& m : {selection.metric, std::string("f1"), std::string("source_quality")})
+      if (std::find(out.summary.correlation_metrics.begin(), out.summary.correlation_metrics.end(),
+                    m) == out.summary.correlation_metrics.end())
+        out.summary.correlation_metrics.push_back(m);
+
+  for (auto& file : write_tables(run_dir, out.summary)) out.files.push_back(std::move(file));
+  if (options.plots) {
+    out.plots = write_plots(run_dir, results, options.plot);
+    // Said once: the epoch plots already warned when gnuplot is missing.
+    const bool gnuplot_missing =
+        std::any_of(out.plots.warnings.begin(), out.plots.warnings.end(),
+                    [](const std::string& w) { return w.find("cannot run") != std::string::npos; });
+    auto ppo = write_ppo_plots(run_dir, options.plot);
+    for (auto& image : ppo.images) out.plots.images.push_back(std::move(image));
+    for (auto& script : ppo.scripts) out.plots.scripts.push_back(std::move(script));
+    for (auto& warning : ppo.warnings)
+      if (!gnuplot_missing || warning.find("cannot run") == std::string::npos)
+        out.plots.warnings.push_back(std::move(warning));
+  }
+  return out;
+}
+
+}  // namespace citeforge::trainer

@@ -1,0 +1,41 @@
+// The `tables` stage of a run (docs/design.md §5), from its evaluation archives alone: rebuilds
+// results.json from eval/*/*.h5, selects a checkpoint per setting into selection.json, and
+// writes tables/ and plots/. `citeforge tables` and the pipeline's last stage both call it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainer/report/plots.h"
+#include "trainer/report/tables.h"
+
+namespace citeforge::trainer {
+
+struct TablesOptions {
+  // Selection metric and validation test set; unset: those recorded in the run's
+  // selection.json, else "f1" on "validation".
+  std::optional<std::string> metric;
+  std::optional<std::string> validation;
+  // Table 3's roles; unset: the validation set is in-distribution, every other set OOD.
+  std::optional<std::string> in_distribution;
+  std::vector<std::string> out_of_distribution;
+  // Table 3's metrics; empty: the selection metric, f1 and source_quality.
+  std::vector<std::string> correlation_metrics;
+  bool plots = true;
+  PlotOptions plot;
+};
+
+struct TabledRun {
+  RunSummary summary;
+  SelectionOptions selection;
+  std::vector<std::string> files;  // results.json, selection.json and tables/*
+  PlotReport plots;
+};
+
+TabledRun table_run(const std::string& run_dir, const TablesOptions& options = {});
+
+// The name a run goes by in combined tables: its directory's name.
+std::string run_name(const std::string& run_dir);
+
+}  // namespace citeforge::trainer

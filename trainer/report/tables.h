@@ -1,0 +1,75 @@
+// The papers' tables from a run's results and selections (docs/design.md §5), as Markdown and CSV:
+//   Table 2 (RAGE): per test set, one row per setting (Base, SFT, PPO, SFT+PPO; each the
+//     selected checkpoint) with F1, precision, recall (percent, 95% bootstrap interval), answer
+//     length and distinct citations.
+//   Table 1 (evidence-QA): source quality per setting and test set.
+//   Table 3 (evidence-QA): Pearson r and its p-value between the in-distribution test set and
+//     each out-of-distribution test set, across every evaluated checkpoint of the run.
+// Several runs tabled together get a leading Model column (RAGE lists its base models that way)
+// or, in Table 3, one column per run (the paper's Zephyr / Llama columns).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trainer/eval/results.h"
+#include "trainer/eval/selection.h"
+#include "trainer/report/correlation.h"
+#include "trainer/report/text_table.h"
+
+namespace citeforge::trainer {
+
+// Which test set is in-distribution and which are out-of-distribution, for Table 3.
+struct TestSetRoles {
+  std::string in_distribution;
+  std::vector<std::string> out_of_distribution;
+};
+
+struct RunSummary {
+  std::string name;  // the Model column / Table 3 column when runs are combined
+  std::vector<ResultRecord> results;
+  std::vector<Selection> selections;  // base first, as select_checkpoints returns them
+  TestSetRoles roles;
+  std::vector<std::string> correlation_metrics;  // Table 3's metrics, e.g. f1, source_quality
+};
+
+// The test sets evaluated in `results`: `first` (when present) leads, the rest by name.
+std::vector<std::string> test_sets_of(const std::vector<ResultRecord>& results,
+                                      const std::string& first = "");
+
+// `in_distribution` as the ID set and every other evaluated test set as OOD.
+TestSetRoles default_roles(const std::vector<ResultRecord>& results,
+                           const std::string& in_distribution);
+// A role naming a test set the run never evaluated, or ID listed among OOD, is
+// citeforge::Error naming `file`, the role and the test sets there are.
+void check_roles(const TestSetRoles& roles, const std::vector<ResultRecord>& results,
+                 const std::string& file);
+
+struct CorrelationRow {
+  std::string metric;
+  std::string in_distribution;
+  std::string out_of_distribution;
+  PearsonResult result;
+};
+
+// Table 3's numbers: for each OOD set and metric, r over every (stage, epoch) evaluated on both
+// test sets (NaN means are skipped).
+std::vector<CorrelationRow> correlations(const RunSummary& run);
+
+TextTable table2_markdown_table(const std::vector<RunSummary>& runs, const std::string& test_set);
+TextTable table2_csv_table(const std::vector<RunSummary>& runs, const std::string& test_set);
+TextTable table1_markdown_table(const std::vector<RunSummary>& runs);
+TextTable table1_csv_table(const std::vector<RunSummary>& runs);
+TextTable table3_markdown_table(const std::vector<RunSummary>& runs);
+TextTable table3_csv_table(const std::vector<RunSummary>& runs);
+
+// Table 2 for every test set of `runs`, each under a "## Table 2: <test set>" heading.
+std::string table2_markdown(const std::vector<RunSummary>& runs);
+// All three tables with headings and notes: a run's tables.md, or the combined file of several.
+std::string tables_markdown(const std::vector<RunSummary>& runs);
+
+// Writes RUN_DIR/tables/: table2_<test set>.{md,csv}, table1_source_quality.{md,csv},
+// table3_correlation.{md,csv} and tables.md; returns the paths written.
+std::vector<std::string> write_tables(const std::string& run_dir, const RunSummary& run);
+
+}  // namespace citeforge::trainer

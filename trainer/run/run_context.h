@@ -1,0 +1,48 @@
+// What every stage of a run shares: the resolved config, the run directory, the device, the
+// examples, the prompt format and the policy model. Built once by the pipeline.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "data/example.h"
+#include "models/llama.h"
+#include "models/lora.h"
+#include "models/tokenizer.h"
+#include "rewards/metrics.h"
+#include "trainer/config/run_config.h"
+#include "trainer/run/prompt_format.h"
+
+namespace citeforge::trainer {
+
+struct TestSet {
+  TestSetSpec spec;
+  std::vector<data::Example> examples;  // already cut to eval.max_examples
+};
+
+struct DistRun;  // trainer/dist/dist_run.h
+
+struct RunContext {
+  RunConfig config;
+  std::string run_dir;
+  torch::Device device = torch::kCPU;
+  torch::Dtype dtype = torch::kFloat32;
+  std::vector<data::Example> train;
+  std::vector<data::Example> pretrain_reading;  // data.synth.pretrain: prompts to pre-train on
+  std::vector<TestSet> test_sets;
+  std::unique_ptr<models::Tokenizer> tokenizer;
+  PromptFormat format;
+  std::string base_model_dir;  // HF layout
+  models::LlamaForCausalLM model{nullptr};
+  models::LoraConfig lora;
+  rewards::MetricOptions metric_options;
+  DistRun* dist = nullptr;  // set when several processes run this config together
+
+  std::string path(const std::string& relative) const;  // run_dir / relative
+  std::string metrics_path() const { return path("metrics.jsonl"); }
+  std::string checkpoint_root() const { return path("checkpoints"); }
+};
+
+}  // namespace citeforge::trainer

@@ -1,0 +1,230 @@
+#include "trainer/sft/lm_trainer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/fault.h"
+#include "common/file_io.h"
+#include "data/random.h"
+#include "trainer/run/progress.h"
+
+namespace citeforge::trainer {
+namespace fs = std::filesystem;
+
+double lr_factor(int64_t step, int64_t total, int64_t warmup, const std::string& schedule) {
+  if (step < warmup) return double(step + 1) / double(warmup);
+  if (schedule == "cosine" && total > warmup) {
+    const double progress = double(step - warmup) / double(total - warmup);
+    return 0.5 * (1.0 + std::cos(M_PI * progress));
+  }
+  return 1.0;
+}
+
+// Logits are computed only where the loss counts (the answer tokens in SFT): with a large
+// vocabulary the LM head over every prompt position would cost more than it is worth.
+torch::Tensor masked_lm_loss_sum(models::LlamaForCausalLM& model, const Batch& batch) {
+  auto hidden = model->hidden_states(batch.ids);  // [B, T, H]
+  const int64_t T = batch.ids.size(1);
+  auto states = hidden.narrow(1, 0, T - 1).reshape({-1, hidden.size(-1)});
+  auto mask = batch.mask.reshape({-1});
+  auto where = mask.nonzero().squeeze(1);
+  auto logits = model->logits(states.index_select(0, where)).to(torch::kFloat32);
+  auto nll = torch::nn::functional::cross_entropy(
+      logits, batch.targets.reshape({-1}).index_select(0, where),
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  return (nll * mask.index_select(0, where)).sum();
+}
+
+namespace {
+
+// Sums the ranks' gradients and `totals` (loss, tokens) in one collective. A rank that trained
+// no micro-batch of this step contributes zeros.
+void all_reduce_step(const LmDataParallel& dp, const std::vector<torch::Tensor>& params,
+                     std::vector<double>& totals, const std::string& phase) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& p : params)
+    parts.push_back(p.grad().defined()
+                        ? p.grad().to(torch::kFloat32).reshape(-1)
+                        : torch::zeros({p.numel()}, p.options().dtype(torch::kFloat32)));
+  parts.push_back(
+      torch::tensor(totals, torch::kFloat64).to(torch::kFloat32).to(params[0].device()));
+  auto flat = torch::cat(parts).cpu();
+  // The totals share the gradients' fp32 buffer, so a step costs one collective.
+  dp.all_reduce_sum(flat, phase);
+  torch::NoGradGuard no_grad;
+  int64_t at = 0;
+  for (const auto& p : params) {
+    auto summed = flat.narrow(0, at, p.numel()).view(p.sizes()).to(p.device(), p.scalar_type());
+    if (p.grad().defined())
+      p.mutable_grad().copy_(summed);
+    else
+      p.mutable_grad() = summed.clone();  // not a view of `flat`
+    at += p.numel();
+  }
+  for (auto& t : totals) t = flat[at++].item<double>();
+}
+
+}  // namespace
+
+LmTrainingResult run_lm_training(LmTrainingJob& job) {
+  const auto& cfg = job.config;
+  const auto& dp = job.data_parallel;
+  const bool lead = dp.rank == 0;  // writes checkpoints and metrics
+  const auto& sequences = *job.sequences;
+  if (sequences.empty()) throw Error(job.stage + ": no training sequences");
+  std::vector<torch::Tensor> params;
+  for (auto& [name, p] : job.trainable) params.push_back(p);
+  torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(cfg.lr)
+                                            .betas({cfg.beta1, cfg.beta2})
+                                            .eps(cfg.adam_eps)
+                                            .weight_decay(cfg.weight_decay));
+  const int64_t batches_per_epoch =
+      (int64_t(sequences.size()) + cfg.batch_size - 1) / cfg.batch_size;
+  const int64_t steps_per_epoch = (batches_per_epoch + cfg.grad_accum - 1) / cfg.grad_accum;
+  const int64_t total_steps = steps_per_epoch * cfg.epochs;
+  const int64_t warmup = int64_t(std::ceil(cfg.warmup_ratio * double(total_steps)));
+
+  CheckpointContents contents{{}, job.trainable, &optimizer};
+  contents.state.stage = job.stage;
+  const std::string last_dir = (fs::path(job.checkpoint_root) / (job.stage + "-last")).string();
+  LmTrainingResult result;
+  int64_t start_epoch = 1, skip_batches = 0, global_step = 0;
+  if (job.resume && fs::exists(last_dir)) {
+    TrainingState s = load_checkpoint(last_dir, contents);
+    result.resumed = true;
+    global_step = s.global_step;
+    if (s.epoch_complete) {
+      start_epoch = s.epoch + 1;
+      // Its evaluation may not have finished.
+      if (job.on_epoch_end && lead) job.on_epoch_end(s.epoch);
+    } else {
+      start_epoch = s.epoch;
+      skip_batches = s.batches_done;
+    }
+    if (lead) {
+      std::fprintf(stderr,
+                   "[%s] resuming from %s: epoch %lld, %lld micro-batches done, step %lld\n",
+                   job.stage.c_str(), last_dir.c_str(), (long long)s.epoch,
+                   (long long)s.batches_done, (long long)s.global_step);
+      append_jsonl(job.metrics_path, nlohmann::json{{"stage", job.stage},
+                                                    {"event", "resume"},
+                                                    {"epoch", s.epoch},
+                                                    {"step", s.global_step}}
+                                         .dump());
+    }
+  }
+
+  auto save = [&](const std::string& dir, int64_t epoch, int64_t batches_done, bool complete) {
+    if (!lead) return;
+    contents.state.epoch = epoch;
+    contents.state.batches_done = batches_done;
+    contents.state.global_step = global_step;
+    contents.state.epoch_complete = complete;
+    std::vector<std::pair<std::string, std::string>> extra;
+    if (job.extra_files) extra = job.extra_files();
+    save_checkpoint(dir, contents, extra);
+  };
+
+  job.model->train();
+  job.model->gradient_checkpointing = cfg.gradient_checkpointing;
+  Progress progress(job.stage, total_steps);
+  double window_loss = 0, window_tokens = 0, window_real_tokens = 0;
+  auto window_start = std::chrono::steady_clock::now();
+  for (int64_t epoch = start_epoch; epoch <= cfg.epochs; ++epoch) {
+    auto batches = epoch_batches(sequences, cfg.batch_size, job.seed, epoch);
+    for (int64_t first = skip_batches; first < batches_per_epoch; first += cfg.grad_accum) {
+      const int64_t last = std::min(batches_per_epoch, first + cfg.grad_accum);
+      std::vector<Batch> step_batches;
+      int64_t step_tokens = 0;
+      for (int64_t b = first; b < last; ++b) {
+        step_batches.push_back(collate(sequences, batches[b], job.pad_id, job.device));
+        step_tokens += step_batches.back().trained_tokens;
+      }
+      if (step_tokens == 0) continue;
+      optimizer.zero_grad();
+      double step_loss = 0;
+      double step_real_tokens = 0;
+      for (size_t i = 0; i < step_batches.size(); ++i) {
+        if (int(i % size_t(dp.world_size)) != dp.rank) continue;  // another rank's share
+        if (dp.world_size > 1)
+          torch::manual_seed(data::derive_seed(job.seed, job.stage + "/dropout/" +
+                                                             std::to_string(epoch) + "/" +
+                                                             std::to_string(first + int64_t(i))));
+        auto& batch = step_batches[i];
+        auto loss = masked_lm_loss_sum(job.model, batch) / double(step_tokens);
+        if (nan_injected_at(job.stage, global_step + 1)) loss = loss * std::nan("");
+        loss.backward();
+        step_loss += loss.item<double>();
+        step_real_tokens += double(batch.tokens);
+      }
+      if (dp.world_size > 1) {
+        std::vector<double> totals{step_loss, step_real_tokens};
+        all_reduce_step(dp, params, totals,
+                        job.stage + " step " + std::to_string(global_step + 1) + ": gradients");
+        step_loss = totals[0];
+        step_real_tokens = totals[1];
+      }
+      window_real_tokens += step_real_tokens;
+      if (!std::isfinite(step_loss))
+        throw Error(job.stage + ": non-finite loss at epoch " + std::to_string(epoch) + ", step " +
+                    std::to_string(global_step + 1) + "; the last checkpoint (" + last_dir +
+                    ") is intact");
+      double grad_norm = 0;
+      if (cfg.max_grad_norm > 0)
+        grad_norm = torch::nn::utils::clip_grad_norm_(params, cfg.max_grad_norm);
+      const double lr = cfg.lr * lr_factor(global_step, total_steps, warmup, cfg.schedule);
+      for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+      optimizer.step();
+      ++global_step;
+      window_loss += step_loss * double(step_tokens);
+      window_tokens += double(step_tokens);
+      if (lead && (global_step % cfg.log_every == 0 || last == batches_per_epoch)) {
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
+        const double mean_loss = window_loss / window_tokens;
+        const double tps = window_real_tokens / std::max(seconds, 1e-9);
+        result.final_loss = mean_loss;
+        append_jsonl(job.metrics_path, nlohmann::json{{"stage", job.stage},
+                                                      {"epoch", epoch},
+                                                      {"step", global_step},
+                                                      {"loss", mean_loss},
+                                                      {"lr", lr},
+                                                      {"grad_norm", grad_norm},
+                                                      {"tokens_per_s", tps},
+                                                      {"elapsed_s", progress.elapsed_seconds()}}
+                                           .dump());
+        char status[160];
+        std::snprintf(status, sizeof status, "epoch %lld/%d  loss %.4f  lr %.2e  %.0f tok/s",
+                      (long long)epoch, cfg.epochs, mean_loss, lr, tps);
+        progress.update(global_step, status);
+        window_loss = window_tokens = window_real_tokens = 0;
+        window_start = std::chrono::steady_clock::now();
+      }
+      if (cfg.checkpoint_every > 0 && global_step % cfg.checkpoint_every == 0 &&
+          last < batches_per_epoch)
+        save(last_dir, epoch, last, false);
+      maybe_kill_at(job.stage, global_step);
+    }
+    skip_batches = 0;
+    save((fs::path(job.checkpoint_root) / (job.stage + "-" + std::to_string(epoch))).string(),
+         epoch, batches_per_epoch, true);
+    save(last_dir, epoch, batches_per_epoch, true);
+    if (job.on_epoch_end && lead) {
+      job.model->eval();
+      job.on_epoch_end(epoch);
+      job.model->train();
+    }
+  }
+  job.model->eval();
+  job.model->gradient_checkpointing = false;
+  char status[64];
+  std::snprintf(status, sizeof status, "final loss %.4f", result.final_loss);
+  progress.finish(status);
+  result.steps = global_step;
+  return result;
+}
+
+}  // namespace citeforge::trainer

@@ -1,0 +1,61 @@
+#include "trainer/sft/sft_stage.h"
+
+#include <cstdio>
+
+#include "common/error.h"
+#include "models/lora.h"
+#include "trainer/dist/dist_run.h"
+#include "trainer/eval/evaluate.h"
+#include "trainer/run/run_checkpoint.h"
+#include "trainer/sft/lm_trainer.h"
+
+namespace citeforge::trainer {
+namespace {
+
+// With several ranks, they share every step's micro-batches (LmDataParallel).
+void make_data_parallel(LmTrainingJob& job, RunContext& run) {
+  if (!run.dist) return;
+  DistGroup* group = run.dist->group.get();
+  job.data_parallel.rank = group->rank();
+  job.data_parallel.world_size = group->world_size();
+  job.data_parallel.all_reduce_sum = [group](torch::Tensor& values, const std::string& phase) {
+    group->all_reduce_sum(Ranks::world, values, phase);
+  };
+}
+
+}  // namespace
+
+void run_sft(RunContext& run) {
+  const auto& cfg = run.config.sft;
+  models::reset_adapters(run.model, run.config.seed);
+  std::vector<data::Example> train = run.train;
+  if (cfg.max_examples > 0 && int(train.size()) > cfg.max_examples) train.resize(cfg.max_examples);
+  auto encoding = encode_sft(train, *run.tokenizer, run.format.chat, run.format.prompt,
+                             run.config.data.reference, cfg.max_seq_len);
+  if (encoding.sequences.empty())
+    throw Error(run.config.file + ": data.reference '" + run.config.data.reference +
+                "' is not a reference answer of any training example");
+  std::fprintf(stderr, "[sft] %zu sequences (%d cut to max_seq_len, %d without '%s')\n",
+               encoding.sequences.size(), encoding.truncated, encoding.skipped,
+               run.config.data.reference.c_str());
+  LmTrainingJob job;
+  job.stage = "sft";
+  job.config = cfg;
+  job.sequences = &encoding.sequences;
+  job.model = run.model;
+  job.trainable = models::lora_parameters(run.model);
+  job.device = run.device;
+  job.seed = run.config.seed;
+  job.pad_id = run.tokenizer->eos_id();
+  job.checkpoint_root = run.checkpoint_root();
+  job.metrics_path = run.metrics_path();
+  job.resume = run.config.resume == "auto";
+  job.extra_files = [&] { return adapter_files(run); };
+  job.on_epoch_end = [&](int64_t epoch) {
+    evaluate_all(run, "sft", int(epoch), "checkpoints/sft-" + std::to_string(epoch));
+  };
+  make_data_parallel(job, run);  // with several ranks, they share every step's micro-batches
+  run_lm_training(job);
+}
+
+}  // namespace citeforge::trainer
