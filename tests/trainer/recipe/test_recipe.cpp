@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/file_io.h"
 #include "tests/cli_runner.h"
@@ -102,6 +103,28 @@ TEST_CASE("run: PPO after SFT killed mid-run resumes to the same results",
   CHECK(read_file((root / "straight/checkpoints/sft+ppo-2/trainable.safetensors").string()) ==
         read_file((root / "killed/checkpoints/sft+ppo-2/trainable.safetensors").string()));
   for (const char* f : {"tables", "selection.json", "eval/ppo-2/validation.h5"})
+    CHECK(fs::exists(root / "straight" / f));
+
+  // What a PPO user looks for is in the run's own metrics.jsonl, every logged iteration of
+  // both PPO settings, and its curves are drawn (scripts/setup.sh installs gnuplot).
+  int ppo_records = 0;
+  std::istringstream lines(read_file((root / "straight/metrics.jsonl").string()));
+  for (std::string line; std::getline(lines, line);) {
+    auto record = nlohmann::json::parse(line);
+    const std::string stage = record.value("stage", "");
+    if ((stage != "ppo" && stage != "sft+ppo") || record.contains("event")) continue;
+    ++ppo_records;
+    for (const char* key :
+         {"reward_mean", "precision_mean", "recall_mean", "truncated_share", "kl_k1", "kl_k3",
+          "entropy", "clip_fraction", "value_clip_fraction", "approx_kl", "explained_variance",
+          "answer_words", "return_mean", "return_std", "advantage_mean", "advantage_std", "lr",
+          "tokens_per_s", "beta", "logprob_gap_max"}) {
+      INFO(stage << " iteration " << record.value("iteration", -1) << " lacks " << key);
+      CHECK(record.contains(key));
+    }
+  }
+  CHECK(ppo_records == 8);  // 4 iterations of each PPO setting, logged every iteration
+  for (const char* f : {"plots/ppo_reward.png", "plots/ppo_kl.png"})
     CHECK(fs::exists(root / "straight" / f));
 }
 
