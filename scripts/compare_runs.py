@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Says whether two run directories hold the same results: for checking that a change to the
+code left a run's behaviour as it was (the same config run before and after), or that a rerun
+reproduces a recorded one. Standard library only.
+
+    scripts/compare_runs.py OLD_RUN_DIR NEW_RUN_DIR
+
+Compared: every metric of every (stage, epoch, test set) record of OLD's results.json must be
+in NEW's with the same mean, count and interval (metrics only NEW has are listed, not counted
+as differences); every checkpoint file ending in .safetensors must be byte-identical; and
+metrics.jsonl must hold the same records once wall-clock fields are removed. Exits 1 on any
+difference, naming it."""
+
+import json
+import sys
+from pathlib import Path
+
+# Wall-clock fields differ between any two runs and say nothing about behaviour.
+TIMING_FIELDS = {"elapsed_s", "tokens_per_s", "rollout_s", "reference_value_s", "update_s",
+                 "iteration_s", "comm_wait_s", "comm_transfer_s"}
+
+
+def results(run):
+    records = json.loads((run / "results.json").read_text())
+    return {(r["stage"], r["epoch"], r["test_set"]): r["metrics"] for r in records}
+
+
+def metrics_log(run):
+    out = []
+    for line in (run / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        out.append({k: v for k, v in record.items() if k not in TIMING_FIELDS})
+    return out
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    old, new = Path(sys.argv[1]), Path(sys.argv[2])
+    problems = []
+    old_results, new_results = results(old), results(new)
+    same, added = 0, set()
+    for key, metrics in old_results.items():
+        if key not in new_results:
+            problems.append(f"results.json: {key} missing in {new}")
+            continue
+        for name, value in metrics.items():
+            if new_results[key].get(name) != value:
+                problems.append(f"results.json: {key} {name}: {value} vs "
+                                f"{new_results[key].get(name)}")
+            else:
+                same += 1
+        added |= set(new_results[key]) - set(metrics)
+    for key in new_results.keys() - old_results.keys():
+        problems.append(f"results.json: {key} only in {new}")
+
+    files = sorted(p.relative_to(old) for p in (old / "checkpoints").rglob("*.safetensors"))
+    for f in files:
+        if not (new / f).exists() or (old / f).read_bytes() != (new / f).read_bytes():
+            problems.append(f"{f} differs")
+    if metrics_log(old) != metrics_log(new):
+        problems.append("metrics.jsonl differs (timings removed)")
+
+    print(f"results.json: {len(old_results)} records, {same} metric values identical"
+          + (f"; metrics only in the new run: {', '.join(sorted(added))}" if added else ""))
+    print(f"checkpoints: {len(files)} .safetensors files compared byte for byte")
+    print(f"metrics.jsonl: {len(metrics_log(old))} records compared without timings")
+    for p in problems:
+        print("DIFFERENT: " + p)
+    print("identical" if not problems else f"{len(problems)} differences")
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
