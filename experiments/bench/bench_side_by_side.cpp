@@ -65,9 +65,10 @@ double seconds(F&& f) {
 }
 
 struct Workload {
-  std::vector<trainer::TokenSequence> sft;    // prompt + answer, loss on the answer
-  std::vector<std::vector<int64_t>> prompts;  // 32 prompts of kPromptTokens tokens
-  std::vector<data::Example> ppo_examples;    // the PPO batch's examples
+  std::vector<trainer::TokenSequence> sft;        // prompt + answer, loss on the answer
+  std::vector<std::vector<int64_t>> prompts;      // 32 prompts of kPromptTokens tokens
+  std::vector<data::Example> ppo_examples;        // the PPO batch's examples
+  std::vector<std::vector<int64_t>> ppo_prompts;  // their prompts, whole
 };
 
 Workload make_workload(const models::Tokenizer& tokenizer, const trainer::PromptFormat& format) {
@@ -90,6 +91,8 @@ Workload make_workload(const models::Tokenizer& tokenizer, const trainer::Prompt
     w.prompts.push_back(ids);
   }
   w.ppo_examples.assign(examples.begin(), examples.begin() + kPpoBatch);
+  for (const auto& e : w.ppo_examples)
+    w.ppo_prompts.push_back(trainer::encode_prompt(tokenizer, format.chat, format.prompt, e));
   return w;
 }
 
@@ -99,8 +102,9 @@ void write_batch(const std::string& path, const Workload& w) {
   for (const auto& s : w.sft)
     batch["sequences"].push_back({{"ids", s.ids}, {"loss_mask", s.loss_mask}});
   batch["prompts"] = w.prompts;
-  batch["ppo_prompts"] = json::array();
-  for (int i = 0; i < kPpoBatch; ++i) batch["ppo_prompts"].push_back(w.prompts[i]);
+  // PPO's rollout prompts whole, as the rollout encodes them (the Python side's PPO part reads
+  // them as its "prompts" from a second file, side_by_side.sh makes it).
+  batch["ppo_prompts"] = w.ppo_prompts;
   std::ofstream(path) << batch.dump() << "\n";
 }
 
@@ -207,7 +211,7 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
     head.init_std = 1.0 / double(head.hidden_size + 1);
     auto learner =
         trainer::make_ppo_learner(policy, models::ValueHead(head), config, tokenizer.eos_id());
-    std::vector<double> rollout_s, update_s;
+    std::vector<double> rollout_s, update_s, answer_tokens;
     for (int i = 0; i <= reps; ++i) {  // the first is the warm-up
       trainer::RolloutOptions options;
       options.temperature = 0.7;
@@ -216,8 +220,11 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
       trainer::Trajectories batch;
       const double roll =
           seconds([&] { batch = trainer::rollout(policy, format, w.ppo_examples, options, {}); });
-      const double update = seconds([&] { trainer::ppo_update(learner, batch, 3 + i, i + 1); });
+      trainer::PpoStats stats;
+      const double update =
+          seconds([&] { stats = trainer::ppo_update(learner, batch, 3 + i, i + 1); });
       if (i == 0) continue;
+      answer_tokens.push_back(stats.response_tokens);
       rollout_s.push_back(roll);
       update_s.push_back(update);
     }
@@ -226,7 +233,8 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
                     {"lora_r", r},
                     {"seconds", roll + update},
                     {"rollout_s", roll},
-                    {"learner_s", update}});
+                    {"learner_s", update},
+                    {"answer_tokens_mean", median(answer_tokens)}});
     std::fprintf(stderr, "ppo %s r%d: rollout %.3f s, learner %.3f s\n", nf4 ? "nf4" : "fp32", r,
                  roll, update);
   }

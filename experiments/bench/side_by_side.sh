@@ -39,10 +39,17 @@ for part in generate ppo; do
 done
 # The Python side on the same ids: generation prompts of 128 tokens, 32 new tokens; PPO with
 # citeforge's bench settings (batch 8, minibatch 4, one epoch, LoRA r 64).
+# PPO's prompts are the whole rendered prompts the rollout sees, not the cut generation ones;
+# answers end at EOS on both sides (citeforge's rollout stops there), and the table shows each
+# side's answer length so the work can be compared.
+python3 -c 'import json, sys; b = json.load(open(sys.argv[1])); b["prompts"] = b["ppo_prompts"]
+json.dump(b, open(sys.argv[2], "w"))' "$work/batch.json" "$work/batch_ppo.json"
 for part in sft generate llamacpp ppo; do
+  batch="$work/batch.json"
+  [ "$part" = ppo ] && batch="$work/batch_ppo.json"
   "$python" experiments/bench/side_by_side_python.py --part "$part" --threads "$threads" \
-    --reps "$reps" --batch-file "$work/batch.json" --new-tokens 32 --batch 8 \
-    --ppo-lora-r 64 --ppo-epochs 1 --ppo-minibatch 4 >"$work/python_$part.json"
+    --reps "$reps" --batch-file "$batch" --new-tokens 32 --batch 8 \
+    --ppo-lora-r 64 --ppo-epochs 1 --ppo-minibatch 4 --ppo-allow-eos >"$work/python_$part.json"
 done
 python3 experiments/bench/side_by_side_table.py "$work" \
   "experiments/bench/side_by_side.sh --threads $threads --reps $reps" >"$out"

@@ -73,10 +73,12 @@ def main():
     # PPO iteration: seconds per iteration.
     ppo_py = py_ppo.get("ppo_iteration", {})
     py_total = ppo_py.get("median_s", {}).get("total_s")
+    py_answer = ppo_py.get("checks_last_iteration", {}).get("response_tokens_mean")
     for row in cf_ppo.get("ppo", {}).get("rows", []):
         base = "NF4 base" if row["base"] == "nf4" else "fp32 base"
-        rows.append((f"PPO iteration, LoRA r {row['lora_r']}, {base}: s", fmt(row["seconds"]),
-                     fmt(py_total), "PyTorch + peft, TRL's steps (fp32 base)",
+        rows.append((f"PPO iteration, LoRA r {row['lora_r']}, {base}: s (answer tokens: "
+                     f"citeforge {fmt(row.get('answer_tokens_mean'))}, Python {fmt(py_answer)})",
+                     fmt(row["seconds"]), fmt(py_total), "PyTorch + peft, TRL's steps (fp32 base)",
                      ratio_cell(py_total / row["seconds"] if py_total else None, 1.5)))
 
     out = ["# citeforge next to the Python stack on a CPU", ""]
