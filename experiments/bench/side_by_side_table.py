@@ -19,7 +19,12 @@ def load(work, name):
 
 
 def fmt(x, digits=3):
-    return "–" if x is None else f"{x:.{digits}g}"
+    """Three significant digits, without exponents (1010, 36.4, 0.135)."""
+    if x is None:
+        return "–"
+    if abs(x) >= 10 ** digits:
+        return f"{x:.0f}"
+    return f"{float(f'{x:.{digits}g}'):g}"
 
 
 def ratio_cell(r, target=None):
