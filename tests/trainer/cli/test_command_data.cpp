@@ -222,8 +222,8 @@ TEST_CASE("data import synsciqa skips an unusable record, --strict refuses the f
   const std::string empty =
       "\"Given are the following sources: [BEGIN OF SOURCES]\n[END OF SOURCES]\nCan you "
       "respond to the question \"\"nan\"\" by only relying on the sources.\"";
-  const auto input = write(dir / "Published.csv",
-                           "instruction,gpt-4\n" + good + ",\"It is x (A, 2020).\"\n" + empty + ",\n");
+  const auto input = write(dir / "Published.csv", "instruction,gpt-4\n" + good +
+                                                      ",\"It is x (A, 2020).\"\n" + empty + ",\n");
   const auto out = (dir / "out.jsonl").string();
   run_data({"import", "synsciqa", "--input", input, "--out", out});
   auto examples = data::read_examples_jsonl(out);

@@ -114,11 +114,26 @@ TEST_CASE("run: PPO after SFT killed mid-run resumes to the same results",
     const std::string stage = record.value("stage", "");
     if ((stage != "ppo" && stage != "sft+ppo") || record.contains("event")) continue;
     ++ppo_records;
-    for (const char* key :
-         {"reward_mean", "precision_mean", "recall_mean", "truncated_share", "kl_k1", "kl_k3",
-          "entropy", "clip_fraction", "value_clip_fraction", "approx_kl", "explained_variance",
-          "answer_words", "return_mean", "return_std", "advantage_mean", "advantage_std", "lr",
-          "tokens_per_s", "beta", "logprob_gap_max"}) {
+    for (const char* key : {"reward_mean",
+                            "precision_mean",
+                            "recall_mean",
+                            "truncated_share",
+                            "kl_k1",
+                            "kl_k3",
+                            "entropy",
+                            "clip_fraction",
+                            "value_clip_fraction",
+                            "approx_kl",
+                            "explained_variance",
+                            "answer_words",
+                            "return_mean",
+                            "return_std",
+                            "advantage_mean",
+                            "advantage_std",
+                            "lr",
+                            "tokens_per_s",
+                            "beta",
+                            "logprob_gap_max"}) {
       INFO(stage << " iteration " << record.value("iteration", -1) << " lacks " << key);
       CHECK(record.contains(key));
     }
