@@ -267,6 +267,12 @@ std::map<std::string, GoldenRow> read_golden(const std::string& path) {
   return rows;
 }
 
+std::string ascii_lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
 void note(SynsciqaReport& report, const std::string& problem) {
   if (report.problems.size() < kMaxProblems) report.problems.push_back(problem);
 }
@@ -337,9 +343,7 @@ std::vector<Example> import_synsciqa(const std::string& input,
   report = SynsciqaReport{};
 
   std::filesystem::path path(input);
-  std::string extension = path.extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string extension = ascii_lower(path.extension().string());
   Input in;
   if (extension == ".json") {
     in = read_json_input(input);
@@ -353,9 +357,7 @@ std::vector<Example> import_synsciqa(const std::string& input,
   if (!golden) report.silver_from = in.answer_columns.front();
 
   std::string origin = path.stem().string();
-  std::string id_prefix = origin;
-  std::transform(id_prefix.begin(), id_prefix.end(), id_prefix.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string id_prefix = ascii_lower(origin);
 
   std::vector<Example> examples;
   std::set<std::string> golden_used;
@@ -375,10 +377,7 @@ std::vector<Example> import_synsciqa(const std::string& input,
       continue;
     }
     // pandas writes an empty cell as "nan"; a question that reads so is no question.
-    std::string lowered = trim(parsed.question);
-    std::transform(lowered.begin(), lowered.end(), lowered.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (lowered == "nan") {
+    if (ascii_lower(trim(parsed.question)) == "nan") {
       unusable("field 'instruction': the question is \"" + parsed.question +
                "\" (an empty cell written as NaN)");
       continue;

@@ -158,11 +158,8 @@ double source_quality(const Example& example, const ParsedCitations& citations, 
   for (const auto& s : example.sources) relevant += s.label == Label::relevant ? 1 : 0;
   if (citations.cited.empty() && invalid_count == 0) return relevant == 0 ? 1.0 : 0.0;
   if (citations.cited.empty() || invalid_count > 0) return 0.0;
-  for (const auto& s : example.sources) {
-    bool bad = s.label == Label::irrelevant || s.label == Label::seemingly_relevant;
-    if (bad && citations.cited.count(s.key)) return 0.0;
-  }
-  return 1.0;
+  // What is left is the paper's test: no cited source is irrelevant or seemingly relevant.
+  return source_quality_paper(example, citations);
 }
 
 double source_quality_paper(const Example& example, const ParsedCitations& citations) {

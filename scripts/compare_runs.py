@@ -58,13 +58,14 @@ def main():
     for f in files:
         if not (new / f).exists() or (old / f).read_bytes() != (new / f).read_bytes():
             problems.append(f"{f} differs")
-    if metrics_log(old) != metrics_log(new):
+    old_log = metrics_log(old)
+    if old_log != metrics_log(new):
         problems.append("metrics.jsonl differs (timings removed)")
 
     print(f"results.json: {len(old_results)} records, {same} metric values identical"
           + (f"; metrics only in the new run: {', '.join(sorted(added))}" if added else ""))
     print(f"checkpoints: {len(files)} .safetensors files compared byte for byte")
-    print(f"metrics.jsonl: {len(metrics_log(old))} records compared without timings")
+    print(f"metrics.jsonl: {len(old_log)} records compared without timings")
     for p in problems:
         print("DIFFERENT: " + p)
     print("identical" if not problems else f"{len(problems)} differences")

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/file_io.h"
+#include "experiments/bench/bench_stats.h"
 
 namespace fs = std::filesystem;
 
@@ -38,12 +39,7 @@ struct Row {
   long long weights_bytes = 0, trajectory_bytes = 0, gradient_bytes = 0;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty()      ? 0
-         : v.size() % 2 ? v[v.size() / 2]
-                        : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
+using citeforge::bench::median;
 
 std::string citeforge_path() {
   char buffer[PATH_MAX];

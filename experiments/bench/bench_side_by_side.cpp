@@ -20,9 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "data/prompt_template.h"
 #include "data/synth.h"
+#include "experiments/bench/bench_stats.h"
 #include "models/checkpoint_io.h"
 #include "models/generate.h"
 #include "models/gguf_import.h"
@@ -45,11 +47,7 @@ constexpr int64_t kPromptTokens = 128;  // generation: every prompt cut to this 
 constexpr int64_t kNewTokens = 32;
 constexpr int kPpoBatch = 8, kPpoMinibatch = 4;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using citeforge::bench::median;
 
 double peak_rss_mib() {
   rusage usage{};
@@ -61,9 +59,8 @@ template <class F>
 double seconds(F&& f) {
   const auto start = std::chrono::steady_clock::now();
   f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return seconds_since(start);
 }
-
 struct Workload {
   std::vector<trainer::TokenSequence> sft;        // prompt + answer, loss on the answer
   std::vector<std::vector<int64_t>> prompts;      // 32 prompts of kPromptTokens tokens
