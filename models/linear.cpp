@@ -15,7 +15,8 @@ LinearImpl::LinearImpl(int64_t in, int64_t out, bool allocate)
 
 namespace {
 thread_local int dequantized_scopes = 0;
-thread_local std::vector<const LinearImpl*> dequantized_layers;
+// Weak, so a model freed inside a scope (a run reloading its policy) is simply skipped.
+thread_local std::vector<std::weak_ptr<const torch::nn::Module>> dequantized_layers;
 }  // namespace
 
 DequantizedWeights::DequantizedWeights(bool enabled) : enabled_(enabled) {
@@ -24,21 +25,44 @@ DequantizedWeights::DequantizedWeights(bool enabled) : enabled_(enabled) {
 
 DequantizedWeights::~DequantizedWeights() {
   if (!enabled_ || --dequantized_scopes > 0) return;
-  for (const auto* layer : dequantized_layers) layer->dense_cache = torch::Tensor();
+  for (const auto& weak : dequantized_layers)
+    if (auto layer = weak.lock())
+      static_cast<const LinearImpl&>(*layer).dense_cache = torch::Tensor();
   dequantized_layers.clear();
 }
 
 torch::Tensor LinearImpl::base_weight(torch::Dtype dtype) const {
-  if (nf4 && dequantized_scopes > 0 && !torch::GradMode::is_enabled()) {
-    if (!dense_cache.defined() || dense_cache.scalar_type() != dtype) {
-      if (!dense_cache.defined()) dequantized_layers.push_back(this);
-      dense_cache = nf4_dequantize(*nf4, dtype);
+  // The base is frozen (NF4 codes carry no gradient), so one dense copy serves forward and
+  // backward passes alike. A layer not owned by a shared_ptr cannot be tracked and dequantises
+  // every time.
+  if (nf4 && dequantized_scopes > 0) {
+    if (auto self = weak_from_this(); !self.expired()) {
+      if (!dense_cache.defined() || dense_cache.scalar_type() != dtype) {
+        if (!dense_cache.defined()) dequantized_layers.push_back(self);
+        torch::NoGradGuard no_grad;
+        dense_cache = nf4_dequantize(*nf4, dtype);
+      }
+      return dense_cache;
     }
-    return dense_cache;
   }
   if (nf4) return nf4_dequantize(*nf4, dtype);
   if (!weight.defined()) throw Error("linear layer: base weight was never loaded");
-  return weight.scalar_type() == dtype ? weight : weight.to(dtype);
+  if (weight.scalar_type() == dtype) return weight;
+  // A frozen bf16 weight read in fp32 (a separate LM head giving fp32 logits) is converted once
+  // per scope too; a trained one needs its gradient through the conversion.
+  if (dequantized_scopes > 0 && !weight.requires_grad()) {
+    if (auto self = weak_from_this(); !self.expired()) {
+      if (!dense_cache.defined() || dense_cache.scalar_type() != dtype ||
+          dense_cache_version != weight._version()) {
+        if (!dense_cache.defined()) dequantized_layers.push_back(self);
+        torch::NoGradGuard no_grad;
+        dense_cache = weight.to(dtype);
+        dense_cache_version = weight._version();
+      }
+      return dense_cache;
+    }
+  }
+  return weight.to(dtype);
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {

@@ -52,16 +52,20 @@ struct LinearImpl : torch::nn::Module {
   // there is none), which gives PPO's reference policy without a second copy of the base.
   torch::Tensor reference_A, reference_B;
   bool use_reference = false;
-  // The dequantised NF4 base kept while a DequantizedWeights scope is active (see below).
+  // The dequantised NF4 base (or the dense base in another dtype) kept while a
+  // DequantizedWeights scope is active (see below), and the dense weight's version it copies.
   mutable torch::Tensor dense_cache;
+  mutable int64_t dense_cache_version = 0;
 };
 TORCH_MODULE(Linear);
 
-// While one of these is alive on a thread and gradients are off, every NF4 layer dequantises its
-// base once and reuses it, instead of once per forward pass. Decoding runs one forward pass per
-// token, so on a CPU dequantisation would otherwise cost as much as the matmuls; the dense copies
-// (4 bytes a weight) are dropped when the outermost scope ends. `enabled = false` makes it a
-// no-op (on a GPU, where holding a 7B base dense would undo what NF4 saves).
+// While one of these is alive on a thread, every NF4 layer dequantises its frozen base once and
+// reuses it in every forward and backward pass, instead of once per matmul. On a CPU the
+// dequantisation would otherwise cost as much as the matmuls (decoding runs one forward pass per
+// token; an SFT step dequantises each weight in the forward and again in the backward pass).
+// The dense copies (the compute dtype's bytes a weight) are dropped when the outermost scope
+// ends. `enabled = false` makes it a no-op (on a GPU, where holding a 7B base dense would undo
+// what NF4 saves).
 class DequantizedWeights {
  public:
   explicit DequantizedWeights(bool enabled = true);

@@ -1,6 +1,7 @@
 #include "models/llama.h"
 
 #include <cmath>
+#include <limits>
 
 #include "models/grad_checkpoint.h"
 
@@ -32,6 +33,20 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
   return (xf * cos + rotate_half(xf) * sin).to(x.scalar_type());
 }
 
+// The most negative finite value of a floating dtype.
+double lowest_value(torch::Dtype dtype) {
+  switch (dtype) {
+    case torch::kBFloat16:
+      return double(std::numeric_limits<c10::BFloat16>::lowest());
+    case torch::kHalf:
+      return double(std::numeric_limits<c10::Half>::lowest());
+    case torch::kFloat64:
+      return std::numeric_limits<double>::lowest();
+    default:
+      return std::numeric_limits<float>::lowest();
+  }
+}
+
 }  // namespace
 
 torch::Tensor attention_allowed(const torch::Tensor& key_mask, int64_t batch, int64_t past,
@@ -49,6 +64,14 @@ torch::Tensor attention_allowed(const torch::Tensor& key_mask, int64_t batch, in
   return allowed;
 }
 
+torch::Tensor attention_bias(const torch::Tensor& allowed, torch::Dtype dtype) {
+  // The dtype's lowest value rather than -inf keeps fully masked rows (the queries of left
+  // padding) finite: they spread evenly over every key and are never read.
+  return torch::zeros(allowed.sizes(), torch::TensorOptions().dtype(dtype).device(allowed.device()))
+      .masked_fill(allowed.logical_not(), lowest_value(dtype))
+      .unsqueeze(1);
+}
+
 AttentionImpl::AttentionImpl(const ModelConfig& c, bool allocate)
     : num_heads(c.num_heads), num_kv_heads(c.num_kv_heads), head_dim(c.head_dim) {
   q_proj = register_module("q_proj", Linear(c.hidden_size, c.num_heads * c.head_dim, allocate));
@@ -58,7 +81,7 @@ AttentionImpl::AttentionImpl(const ModelConfig& c, bool allocate)
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
-                                     const torch::Tensor& sin, const torch::Tensor& allowed,
+                                     const torch::Tensor& sin, const torch::Tensor& attn_bias,
                                      KVCache* cache, int64_t layer) {
   const int64_t B = x.size(0), T = x.size(1);
   auto q = q_proj(x).view({B, T, num_heads, head_dim}).transpose(1, 2);
@@ -75,18 +98,14 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     k = cache->keys[layer].narrow(2, 0, past + T);
     v = cache->values[layer].narrow(2, 0, past + T);
   }
-  const int64_t groups = num_heads / num_kv_heads;
-  if (groups > 1) {  // grouped-query attention: each kv head serves `groups` query heads
-    k = k.repeat_interleave(groups, 1);
-    v = v.repeat_interleave(groups, 1);
-  }
-  auto scores =
-      torch::matmul(q, k.transpose(-2, -1)).to(torch::kFloat32) / std::sqrt(double(head_dim));
-  // The dtype's lowest value rather than -inf keeps fully masked rows (padding queries) finite.
-  scores =
-      scores.masked_fill(allowed.unsqueeze(1).logical_not(), std::numeric_limits<float>::lowest());
-  auto probs = torch::softmax(scores, -1).to(q.scalar_type());
-  auto out = torch::matmul(probs, v).transpose(1, 2).reshape({B, T, num_heads * head_dim});
+  // ATen's fused attention (a flash kernel on a CPU too) never materialises the [B, H, T, S]
+  // score matrix and shares each kv head among its query heads itself (grouped-query). An
+  // undefined bias means plain causal attention over the new tokens alone.
+  auto out = torch::scaled_dot_product_attention(
+      q, k, v, attn_bias.defined() ? std::optional<torch::Tensor>(attn_bias) : std::nullopt,
+      /*dropout_p=*/0.0, /*is_causal=*/!attn_bias.defined(), /*scale=*/std::nullopt,
+      /*enable_gqa=*/num_heads != num_kv_heads);
+  out = out.transpose(1, 2).reshape({B, T, num_heads * head_dim});
   return o_proj(out);
 }
 
@@ -109,9 +128,9 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, bool allocate) {
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
-                                        const torch::Tensor& sin, const torch::Tensor& allowed,
+                                        const torch::Tensor& sin, const torch::Tensor& attn_bias,
                                         KVCache* cache, int64_t layer) {
-  auto h = x + self_attn(input_layernorm(x), cos, sin, allowed, cache, layer);
+  auto h = x + self_attn(input_layernorm(x), cos, sin, attn_bias, cache, layer);
   return h + mlp(post_attention_layernorm(h));
 }
 
@@ -134,18 +153,21 @@ torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
   const int64_t past = cache ? cache->length : 0;
   auto [cos, sin] = rope_tables(inputs.positions, config.head_dim, config.rope_theta);
-  auto allowed =
-      attention_allowed(inputs.key_mask, B, past, T, config.sliding_window, input_ids.device());
   auto h = model->embed_tokens(input_ids);
+  // Plain causal attention needs no mask; padding, a cache or a sliding window do.
+  torch::Tensor bias;
+  if (inputs.key_mask.defined() || past > 0 || config.sliding_window)
+    bias = attention_bias(
+        attention_allowed(inputs.key_mask, B, past, T, config.sliding_window, input_ids.device()),
+        h.scalar_type());
   const bool recompute = gradient_checkpointing && torch::GradMode::is_enabled() && !cache;
   for (size_t i = 0; i < model->layers->size(); ++i) {
     auto* layer = model->layers[i]->as<DecoderLayerImpl>();
     if (recompute)
       h = checkpointed(
-          [=](const torch::Tensor& x) { return layer->forward(x, cos, sin, allowed, nullptr, 0); },
-          h);
+          [=](const torch::Tensor& x) { return layer->forward(x, cos, sin, bias, nullptr, 0); }, h);
     else
-      h = layer->forward(h, cos, sin, allowed, cache, int64_t(i));
+      h = layer->forward(h, cos, sin, bias, cache, int64_t(i));
   }
   if (cache) cache->length += T;
   return model->norm(h);
@@ -155,8 +177,20 @@ torch::Tensor LlamaForCausalLMImpl::logits(const torch::Tensor& hidden) {
   // In the hidden states' dtype: fp32 states get fp32 logits from a bf16 model.
   if (lm_head) return lm_head(hidden);
   const auto& tied = model->embed_tokens->weight;
-  return torch::linear(
-      hidden, tied.scalar_type() == hidden.scalar_type() ? tied : tied.to(hidden.scalar_type()));
+  if (tied.scalar_type() == hidden.scalar_type()) return torch::linear(hidden, tied);
+  // A trained tied embedding needs its gradient through the conversion.
+  if (tied.requires_grad() && torch::GradMode::is_enabled())
+    return torch::linear(hidden, tied.to(hidden.scalar_type()));
+  // fp32 logits of a bf16 model: converting the whole embedding matrix on every decoding step
+  // would cost more than the step's matmul, so the copy is kept until the weight changes.
+  if (!tied_head_copy.defined() || tied_head_copy.scalar_type() != hidden.scalar_type() ||
+      tied_head_source != tied.unsafeGetTensorImpl() || tied_head_version != tied._version()) {
+    torch::NoGradGuard no_grad;
+    tied_head_copy = tied.detach().to(hidden.scalar_type());
+    tied_head_source = tied.unsafeGetTensorImpl();
+    tied_head_version = tied._version();
+  }
+  return torch::linear(hidden, tied_head_copy);
 }
 
 torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids) {

@@ -20,7 +20,7 @@ struct AttentionInputs {
 struct AttentionImpl : torch::nn::Module {
   AttentionImpl(const ModelConfig& config, bool allocate = true);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& allowed, KVCache* cache, int64_t layer);
+                        const torch::Tensor& attn_bias, KVCache* cache, int64_t layer);
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   int64_t num_heads, num_kv_heads, head_dim;
@@ -38,7 +38,7 @@ TORCH_MODULE(Mlp);
 struct DecoderLayerImpl : torch::nn::Module {
   DecoderLayerImpl(const ModelConfig& config, bool allocate = true);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& allowed, KVCache* cache, int64_t layer);
+                        const torch::Tensor& attn_bias, KVCache* cache, int64_t layer);
 
   Attention self_attn{nullptr};
   Mlp mlp{nullptr};
@@ -80,6 +80,11 @@ struct LlamaForCausalLMImpl : torch::nn::Module {
   bool gradient_checkpointing = false;
   Decoder model{nullptr};
   Linear lm_head{nullptr};  // null when tied to the embeddings
+  // The tied embeddings in the logits' dtype when it differs from theirs (fp32 logits of a bf16
+  // model), with what it was copied from.
+  torch::Tensor tied_head_copy;
+  const void* tied_head_source = nullptr;
+  int64_t tied_head_version = 0;
 };
 TORCH_MODULE(LlamaForCausalLM);
 
@@ -88,5 +93,9 @@ TORCH_MODULE(LlamaForCausalLM);
 torch::Tensor attention_allowed(const torch::Tensor& key_mask, int64_t batch, int64_t past,
                                 int64_t new_tokens, std::optional<int64_t> sliding_window,
                                 const torch::Device& device);
+
+// `allowed` [B, T, S] as the additive bias fused attention takes: [B, 1, T, S] of `dtype`,
+// 0 where attending is allowed and the dtype's lowest value where not.
+torch::Tensor attention_bias(const torch::Tensor& allowed, torch::Dtype dtype);
 
 }  // namespace citeforge::models

@@ -128,3 +128,38 @@ TEST_CASE("the attention mask combines causality, padding and the sliding window
       torch::tensor({{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 1, 1, 0}, {0, 0, 1, 1}}, torch::kBool);
   CHECK(torch::equal(allowed, expected));
 }
+
+TEST_CASE("the attention bias is 0 where allowed and finite where not, so padded rows stay finite",
+          "[models][llama]") {
+  auto key_mask = torch::tensor({{0, 0, 1, 1}}, torch::kBool);
+  auto allowed = models::attention_allowed(key_mask, 1, 0, 4, std::nullopt, torch::kCPU);
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    auto bias = models::attention_bias(allowed, dtype);
+    REQUIRE(bias.sizes() == torch::IntArrayRef({1, 1, 4, 4}));
+    CHECK(bias.scalar_type() == dtype);
+    CHECK(torch::isfinite(bias).all().item<bool>());
+    CHECK(torch::equal(bias[0][0].eq(0), allowed[0]));
+    // The first two queries are padding with no key to attend to: fused attention must still
+    // give them finite outputs.
+    auto q = torch::randn({1, 2, 4, 8}).to(dtype);
+    auto out = torch::scaled_dot_product_attention(q, q, q, bias);
+    CHECK(torch::isfinite(out.to(torch::kFloat32)).all().item<bool>());
+  }
+}
+
+TEST_CASE("a bf16 model's fp32 logits through tied embeddings follow the embeddings' changes",
+          "[models][llama]") {
+  auto model = models::load_model(testing::source_path("tests/fixtures/models/llama_tied"),
+                                  torch::kBFloat16);
+  REQUIRE(!model->lm_head);
+  torch::NoGradGuard no_grad;
+  auto hidden = torch::randn({2, 3, model->config.hidden_size});
+  auto expected = [&] {
+    return torch::linear(hidden, model->model->embed_tokens->weight.to(torch::kFloat32));
+  };
+  CHECK(torch::equal(model->logits(hidden), expected()));
+  // The kept fp32 copy must not outlive a change of the weights (an in-place load, a merge).
+  model->model->embed_tokens->weight.mul_(2);
+  CHECK(torch::equal(model->logits(hidden), expected()));
+  CHECK(model->logits(hidden.to(torch::kBFloat16)).scalar_type() == torch::kBFloat16);
+}

@@ -131,6 +131,45 @@ TEST_CASE("a linear layer over an NF4 base computes with the dequantised weight"
   CHECK((y - dense_y).abs().max().item<double>() < 0.15 * dense_y.abs().max().item<double>());
 }
 
+TEST_CASE("inside a DequantizedWeights scope an NF4 base is dequantised once for training too",
+          "[models][nf4][linear]") {
+  torch::manual_seed(4);
+  models::Linear layer(48, 20);
+  layer->quantize_nf4();
+  layer->add_lora({4, 8.0, 0.0});
+  torch::nn::init::normal_(layer->lora_B, 0.0, 0.1);
+  auto x = torch::randn({3, 48}, torch::requires_grad());
+  auto gradients = [&] {
+    layer->zero_grad();
+    x.mutable_grad() = torch::Tensor();
+    auto y = layer(x);
+    (y * y).sum().backward();
+    return std::vector<torch::Tensor>{y.detach(), x.grad().clone(), layer->lora_A.grad().clone(),
+                                      layer->lora_B.grad().clone()};
+  };
+  const auto plain = gradients();
+  CHECK_FALSE(layer->dense_cache.defined());
+  {
+    const models::DequantizedWeights once;
+    const auto cached = gradients();
+    REQUIRE(layer->dense_cache.defined());
+    const void* kept = layer->dense_cache.data_ptr();
+    gradients();  // a second step reuses the same dense copy
+    CHECK(layer->dense_cache.data_ptr() == kept);
+    for (std::size_t i = 0; i < plain.size(); ++i) CHECK(torch::equal(cached[i], plain[i]));
+  }
+  CHECK_FALSE(layer->dense_cache.defined());  // dropped with the scope
+  // A layer freed inside the scope is skipped when the scope ends, not touched.
+  {
+    const models::DequantizedWeights once;
+    models::Linear doomed(8, 4);
+    doomed->quantize_nf4();
+    torch::NoGradGuard no_grad;
+    doomed(torch::randn({1, 8}));
+    doomed = models::Linear(nullptr);
+  }
+}
+
 TEST_CASE("loading with nf4 quantises every block projection and keeps the rest dense",
           "[models][nf4][checkpoint]") {
   const auto dir = testing::source_path("tests/fixtures/models/mistral_sliding");

@@ -12,6 +12,7 @@
 #include "data/synth.h"
 #include "models/checkpoint_io.h"
 #include "models/gguf_import.h"
+#include "models/linear.h"
 #include "models/model_init.h"
 #include "models/tokenizer_train.h"
 #include "rewards/citations.h"
@@ -342,6 +343,8 @@ int run_recipe(const RunConfig& config, const std::string& run_dir, DistRun* dis
     run.base_model_dir = run.path("base_model");
   else if (!models::is_gguf_path(config.model.path))
     run.base_model_dir = config.model.path;
+  // On a CPU the NF4 base is dequantised once for the whole run (see DequantizedWeights).
+  const models::DequantizedWeights dense_base(run.device.is_cpu());
   load_policy(run);
   if (is_lead(run)) {
     models::AdaptersDisabled base(run.model);
