@@ -5,7 +5,12 @@
 // (side_by_side_python.py) on the same token ids and writes the table with the ratios.
 //
 //   build/bench_side_by_side --part sft|generate|ppo [--model FILE.gguf] [--threads N]
-//                            [--reps N] [--write-batch FILE.json]
+//                            [--reps N] [--dtype float32|bfloat16] [--write-batch FILE.json]
+//                            [--batch 1|32] [--weights dense|nf4] [--profile FILE.json]
+//
+// --dtype is the compute dtype of the base (LoRA adapters and the output layer's logits stay
+// fp32, as in a run with model.dtype: bfloat16). As in a run on a CPU, the NF4 base is
+// dequantised once per process (models::DequantizedWeights), not once per matmul.
 //
 // The token ids come from the demo's world (seed 1), template and chat format, so both sides
 // see the same batch: --write-batch stores them for the Python side. Each part runs in its own
@@ -25,9 +30,11 @@
 #include "data/prompt_template.h"
 #include "data/synth.h"
 #include "experiments/bench/bench_stats.h"
+#include "experiments/bench/op_profile.h"
 #include "models/checkpoint_io.h"
 #include "models/generate.h"
 #include "models/gguf_import.h"
+#include "models/linear.h"
 #include "models/lora.h"
 #include "models/tokenizer.h"
 #include "trainer/ppo/ppo_learner.h"
@@ -105,9 +112,18 @@ void write_batch(const std::string& path, const Workload& w) {
   std::ofstream(path) << batch.dump() << "\n";
 }
 
+torch::Dtype compute_dtype = torch::kFloat32;
+int only_batch = 0;        // --batch: the generate part at this batch size only
+std::string only_weights;  // --weights dense|nf4: the generate part with these weights only
+
+const char* dtype_name() {
+  return compute_dtype == torch::kBFloat16 ? "bfloat16" : "float32";
+}
+
 models::LlamaForCausalLM load(const std::string& dir, bool nf4, int lora_r) {
   models::LoadOptions options;
   options.nf4 = nf4;
+  options.dtype = compute_dtype;
   auto model = models::load_model(dir, options);
   if (lora_r > 0) {
     torch::manual_seed(1);
@@ -140,11 +156,13 @@ json sft_part(const std::string& dir, const Workload& w, int reps) {
       std::vector<double> times;
       for (int i = 0; i < reps; ++i) times.push_back(seconds(step));
       const double s = median(times);
-      rows.push_back({{"base", nf4 ? "nf4" : "fp32"},
+      rows.push_back({{"base", nf4 ? "nf4" : "dense"},
+                      {"dtype", dtype_name()},
                       {"lora_r", r},
                       {"seconds", s},
                       {"tokens_per_s", double(batch.tokens) / s}});
-      std::fprintf(stderr, "sft %s r%d: %.3f s/step\n", nf4 ? "nf4" : "fp32", r, s);
+      std::fprintf(stderr, "sft %s %s r%d: %.3f s/step\n", nf4 ? "nf4" : "dense", dtype_name(), r,
+                   s);
     }
   return {{"batch", kSftBatch},
           {"tokens", batch.tokens},
@@ -157,9 +175,11 @@ json sft_part(const std::string& dir, const Workload& w, int reps) {
 json generate_part(const std::string& dir, const Workload& w, int reps) {
   json rows = json::array();
   for (bool nf4 : {false, true}) {
+    if (only_weights == (nf4 ? "dense" : "nf4")) continue;
     auto model = load(dir, nf4, 0);
     model->eval();
     for (int batch : {1, 32}) {
+      if (only_batch > 0 && batch != only_batch) continue;
       std::vector<std::vector<int64_t>> prompts(w.prompts.begin(), w.prompts.begin() + batch);
       models::SamplingOptions options;
       options.greedy = true;
@@ -177,12 +197,13 @@ json generate_part(const std::string& dir, const Workload& w, int reps) {
         total.push_back(seconds([&] { run(kNewTokens); }));
       }
       const double p = median(prefill), t = median(total);
-      rows.push_back({{"weights", nf4 ? "nf4" : "fp32"},
+      rows.push_back({{"weights", nf4 ? "nf4" : "dense"},
+                      {"dtype", dtype_name()},
                       {"batch", batch},
                       {"prefill_tokens_per_s", double(batch * kPromptTokens) / p},
                       {"decode_tokens_per_s", double(batch * (kNewTokens - 1)) / (t - p)}});
-      std::fprintf(stderr, "generate %s batch %d: prefill %.3f s, %lld tokens %.3f s\n",
-                   nf4 ? "nf4" : "fp32", batch, p, (long long)kNewTokens, t);
+      std::fprintf(stderr, "generate %s %s batch %d: prefill %.3f s, %lld tokens %.3f s\n",
+                   nf4 ? "nf4" : "dense", dtype_name(), batch, p, (long long)kNewTokens, t);
     }
   }
   return {{"prompt_tokens", kPromptTokens}, {"new_tokens", kNewTokens}, {"rows", rows}};
@@ -226,14 +247,15 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
       update_s.push_back(update);
     }
     const double roll = median(rollout_s), update = median(update_s);
-    rows.push_back({{"base", nf4 ? "nf4" : "fp32"},
+    rows.push_back({{"base", nf4 ? "nf4" : "dense"},
+                    {"dtype", dtype_name()},
                     {"lora_r", r},
                     {"seconds", roll + update},
                     {"rollout_s", roll},
                     {"learner_s", update},
                     {"answer_tokens_mean", median(answer_tokens)}});
-    std::fprintf(stderr, "ppo %s r%d: rollout %.3f s, learner %.3f s\n", nf4 ? "nf4" : "fp32", r,
-                 roll, update);
+    std::fprintf(stderr, "ppo %s %s r%d: rollout %.3f s, learner %.3f s\n", nf4 ? "nf4" : "dense",
+                 dtype_name(), r, roll, update);
   }
   return {{"batch", kPpoBatch},
           {"minibatch", kPpoMinibatch},
@@ -245,7 +267,7 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", part, batch_file;
+  std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", part, batch_file, profile_file;
   int threads = 2, reps = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -259,6 +281,16 @@ int main(int argc, char** argv) {
       reps = std::stoi(argv[i + 1]);
     else if (flag == "--write-batch")
       batch_file = argv[i + 1];
+    else if (flag == "--batch")
+      only_batch = std::stoi(argv[i + 1]);
+    else if (flag == "--weights")
+      only_weights = argv[i + 1];
+    else if (flag == "--profile")
+      profile_file = argv[i + 1];
+    else if (flag == "--dtype" && std::string(argv[i + 1]) == "bfloat16")
+      compute_dtype = torch::kBFloat16;
+    else if (flag == "--dtype" && std::string(argv[i + 1]) == "float32")
+      compute_dtype = torch::kFloat32;
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -266,6 +298,7 @@ int main(int argc, char** argv) {
   }
   try {
     torch::set_num_threads(threads);
+    const models::DequantizedWeights dense_base;  // as a run on a CPU holds it
     const std::string dir = models::is_gguf_path(model) ? models::gguf_model_dir(model) : model;
     models::Tokenizer tokenizer(dir);
     trainer::PromptFormat format{
@@ -273,7 +306,15 @@ int main(int argc, char** argv) {
         data::find_prompt_template("rage_numeric_key_last", "configs/templates")};
     const Workload w = make_workload(tokenizer, format);
     if (!batch_file.empty()) write_batch(batch_file, w);
-    json out{{"side", "citeforge"}, {"threads", threads}, {"reps", reps}, {"part", part}};
+    // --profile FILE: the operators the part spends its time in (timings under observation
+    // run slower; take them from a run without it).
+    std::unique_ptr<bench::OpProfile> profile;
+    if (!profile_file.empty()) profile = std::make_unique<bench::OpProfile>();
+    json out{{"side", "citeforge"},
+             {"threads", threads},
+             {"reps", reps},
+             {"part", part},
+             {"dtype", dtype_name()}};
     if (part == "sft")
       out["sft"] = sft_part(dir, w, reps);
     else if (part == "generate")
@@ -282,6 +323,7 @@ int main(int argc, char** argv) {
       out["ppo"] = ppo_part(dir, tokenizer, format, w, reps);
     else if (!part.empty())
       throw Error("--part: expected sft, generate or ppo, got '" + part + "'");
+    if (profile) std::ofstream(profile_file) << profile->top(40).dump(1) << "\n";
     out["peak_rss_mib"] = peak_rss_mib();
     std::printf("%s\n", out.dump().c_str());
   } catch (const std::exception& e) {

@@ -2,7 +2,7 @@
 # citeforge next to the Python stack on the same machine, model, token ids and thread count:
 # SmolLM2-135M-Instruct (the embedded default), one QLoRA SFT step, prefill and decode at batch
 # 1 and 32 (transformers, and llama.cpp on the GGUF's own Q4_1 at batch 1), one PPO iteration,
-# and each part's peak resident memory. Every part runs in a fresh process; each number is the
+# and each part's peak resident memory, with the base in fp32 and in bf16 on both sides. Every part runs in a fresh process; each number is the
 # median of --reps repetitions after a warm-up. Writes the table with the ratios.
 #
 #   experiments/bench/side_by_side.sh [--threads 2] [--reps 5]
@@ -30,27 +30,35 @@ python="${CITEFORGE_BENCH_PYTHON:-${CITEFORGE_CACHE:-$HOME/.cache/citeforge}/ben
 work="$(mktemp -d)"
 echo "side_by_side: results of each part in $work" >&2
 
-# citeforge first: its SFT part also writes the token ids both sides use.
-"$build/bench_side_by_side" --part sft --threads "$threads" --reps "$reps" \
-  --write-batch "$work/batch.json" >"$work/citeforge_sft.json"
-for part in generate ppo; do
-  "$build/bench_side_by_side" --part "$part" --threads "$threads" --reps "$reps" \
-    >"$work/citeforge_$part.json"
-done
-# The Python side on the same ids: generation prompts of 128 tokens, 32 new tokens; PPO with
-# citeforge's bench settings (batch 8, minibatch 4, one epoch, LoRA r 64).
-# PPO's prompts are the whole rendered prompts the rollout sees, not the cut generation ones;
-# answers end at EOS on both sides (citeforge's rollout stops there), and the table shows each
-# side's answer length so the work can be compared.
+# Each side in fp32 and in bf16 (LoRA adapters in fp32 on both sides). citeforge first: its
+# SFT part also writes the token ids both sides use.
+"$build/bench_side_by_side" --part sft --threads "$threads" --reps "$reps" --dtype float32 \
+  --write-batch "$work/batch.json" >"$work/citeforge_sft_float32.json"
+# The Python side's PPO prompts are the whole rendered prompts the rollout sees, not the cut
+# generation ones; answers end at EOS on both sides (citeforge's rollout stops there), and the
+# table shows each side's answer length so the work can be compared.
 python3 -c 'import json, sys; b = json.load(open(sys.argv[1])); b["prompts"] = b["ppo_prompts"]
 json.dump(b, open(sys.argv[2], "w"))' "$work/batch.json" "$work/batch_ppo.json"
-for part in sft generate llamacpp ppo; do
-  batch="$work/batch.json"
-  [ "$part" = ppo ] && batch="$work/batch_ppo.json"
-  "$python" experiments/bench/side_by_side_python.py --part "$part" --threads "$threads" \
-    --reps "$reps" --batch-file "$batch" --new-tokens 32 --batch 8 \
-    --ppo-lora-r 64 --ppo-epochs 1 --ppo-minibatch 4 --ppo-allow-eos >"$work/python_$part.json"
+for dtype in float32 bfloat16; do
+  for part in sft generate ppo; do
+    [ "$part/$dtype" = sft/float32 ] && continue
+    "$build/bench_side_by_side" --part "$part" --threads "$threads" --reps "$reps" \
+      --dtype "$dtype" >"$work/citeforge_${part}_$dtype.json"
+  done
+  # The Python side on the same ids: generation prompts of 128 tokens, 32 new tokens; PPO with
+  # citeforge's bench settings (batch 8, minibatch 4, one epoch, LoRA r 64).
+  for part in sft generate ppo; do
+    batch="$work/batch.json"
+    [ "$part" = ppo ] && batch="$work/batch_ppo.json"
+    "$python" experiments/bench/side_by_side_python.py --part "$part" --threads "$threads" \
+      --reps "$reps" --batch-file "$batch" --new-tokens 32 --batch 8 --dtype "$dtype" \
+      --ppo-lora-r 64 --ppo-epochs 1 --ppo-minibatch 4 --ppo-allow-eos \
+      >"$work/python_${part}_$dtype.json"
+  done
 done
+"$python" experiments/bench/side_by_side_python.py --part llamacpp --threads "$threads" \
+  --reps "$reps" --batch-file "$work/batch.json" --new-tokens 32 --batch 8 \
+  >"$work/python_llamacpp.json"
 python3 experiments/bench/side_by_side_table.py "$work" \
   "experiments/bench/side_by_side.sh --threads $threads --reps $reps" >"$out"
 cat "$out"

@@ -203,12 +203,12 @@ def take_prompts(batch, count):
 
 
 def load_hf_model(args):
-    """The GGUF loaded by transformers, which dequantises the Q4_1 weights to fp32."""
+    """The GGUF loaded by transformers, which dequantises the Q4_1 weights to --dtype."""
     import torch
     from transformers import AutoModelForCausalLM
     start = time.perf_counter()
     model = AutoModelForCausalLM.from_pretrained(
-        str(args.gguf.parent), gguf_file=args.gguf.name, dtype=torch.float32,
+        str(args.gguf.parent), gguf_file=args.gguf.name, dtype=getattr(torch, args.dtype),
         attn_implementation=args.attn)
     model.eval()
     return model, time.perf_counter() - start
@@ -302,9 +302,10 @@ def run_sft(args, batch):
         del peft_model, optimizer, params
     return {
         "framework": "transformers + peft",
-        "note": "fp32 base: Python has no NF4 on the CPU (bitsandbytes 4-bit needs a GPU), "
-                "so this is LoRA over a dense fp32 base where citeforge's QLoRA has an NF4 base",
-        "base_dtype": "float32 (Q4_1 GGUF dequantised by transformers)",
+        "note": "dense base: Python has no NF4 on the CPU (bitsandbytes 4-bit needs a GPU), "
+                "so this is LoRA over a dense base where citeforge's QLoRA has an NF4 base; "
+                "peft keeps the adapters in fp32 on a bf16 base",
+        "base_dtype": f"{args.dtype} (Q4_1 GGUF dequantised by transformers)",
         "attn_implementation": args.attn,
         "target_modules": PROJECTIONS,
         "optimizer": "torch.optim.AdamW lr 1e-4 (other settings torch defaults)",
@@ -405,7 +406,7 @@ def run_generate(args, batch):
         log(f"generate batch {size}: prefill {prefill_s:.3f} s, decode {decode_s:.3f} s")
     return {
         "framework": "transformers generate",
-        "base_dtype": "float32 (Q4_1 GGUF dequantised by transformers)",
+        "base_dtype": f"{args.dtype} (Q4_1 GGUF dequantised by transformers)",
         "attn_implementation": args.attn,
         "method": "prefill: median time of one forward pass over the whole (left-padded) prompt "
                   "batch with use_cache and logits_to_keep=1; decode: inside generate (greedy, "
@@ -568,7 +569,7 @@ def run_ppo(args, batch):
                      logits_to_keep=ids.shape[1] - width + 1)
         logits = out.logits[:, :-1].float() / temperature
         logp = torch.log_softmax(logits, -1).gather(-1, ids[:, width:, None]).squeeze(-1)
-        values = value_head(captured.pop("h")[:, width - 1:-1]).squeeze(-1)
+        values = value_head(captured.pop("h")[:, width - 1:-1].float()).squeeze(-1)
         return logp, values, logits
 
     def iteration(seed):
@@ -675,7 +676,7 @@ def run_ppo(args, batch):
         if not trl_status["ppo_trainer"] else "TRL's PPOTrainer needs a separate reward model and a separate value-model "
              "backbone and runs its own episode loop; citeforge's iteration has a rule reward "
              "and a value head on the policy, so the steps are written out instead",
-        "base_dtype": "float32 (Q4_1 GGUF dequantised by transformers)",
+        "base_dtype": f"{args.dtype} (Q4_1 GGUF dequantised by transformers)",
         "lora": {"r": args.ppo_lora_r, "alpha": LORA_ALPHA, "dropout": 0.0,
                  "target_modules": PROJECTIONS},
         "settings": {"batch": args.batch, "minibatch": args.ppo_minibatch,
@@ -741,7 +742,7 @@ def child_command(args, part, batch_file):
     cmd = [sys.executable, str(Path(__file__).resolve()), "--part", part,
            "--batch-file", str(batch_file), "--batch-source", args.batch_source]
     for name in ("gguf", "threads", "reps", "prompt_tokens", "new_tokens", "batch",
-                 "ppo_lora_r", "ppo_epochs", "ppo_minibatch", "seed", "attn"):
+                 "ppo_lora_r", "ppo_epochs", "ppo_minibatch", "seed", "attn", "dtype"):
         cmd += ["--" + name.replace("_", "-"), str(getattr(args, name))]
     cmd += ["--gen-batches", ",".join(map(str, args.gen_batches)),
             "--lora-ranks", ",".join(map(str, args.lora_ranks))]
@@ -804,6 +805,8 @@ def main():
                         help="let rollouts stop at EOS (default: exactly --new-tokens each, so "
                              "the work is fixed)")
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="the dense base's dtype (LoRA adapters stay fp32, as peft keeps them)")
     parser.add_argument("--attn", default="sdpa", choices=("sdpa", "eager"),
                         help="transformers attention implementation")
     # Set by --part all for its children: where the batch file's ids came from.

@@ -4,7 +4,8 @@ ratios (standard library only).
 
     side_by_side_table.py WORK_DIR COMMAND > side_by_side_cpu.md
 
-WORK_DIR holds citeforge_{sft,generate,ppo}.json and python_{sft,generate,llamacpp,ppo}.json.
+WORK_DIR holds citeforge_{sft,generate,ppo}_{float32,bfloat16}.json,
+python_{sft,generate,ppo}_{float32,bfloat16}.json and python_llamacpp.json.
 A speed-up is the other side's time over citeforge's (above 1: citeforge is faster)."""
 
 import json
@@ -36,56 +37,80 @@ def ratio_cell(r, target=None):
     return cell
 
 
+DTYPES = ("float32", "bfloat16")
+SHORT = {"float32": "fp32", "bfloat16": "bf16"}
+
+
 def main():
     work, command = Path(sys.argv[1]), sys.argv[2]
-    cf_sft, cf_gen, cf_ppo = (load(work, f"citeforge_{p}") for p in ("sft", "generate", "ppo"))
-    py_sft, py_gen, py_cpp, py_ppo = (load(work, f"python_{p}")
-                                      for p in ("sft", "generate", "llamacpp", "ppo"))
+    cf = {(p, d): load(work, f"citeforge_{p}_{d}") for p in ("sft", "generate", "ppo") for d in DTYPES}
+    py = {(p, d): load(work, f"python_{p}_{d}") for p in ("sft", "generate", "ppo") for d in DTYPES}
+    py_cpp = load(work, "python_llamacpp")
+    py_sft = py[("sft", "float32")]
     py_versions = py_sft.get("versions", {})
-    rows = []  # (workload, citeforge, other, other name, speed-up cell)
+    # (workload, citeforge, Python same dtype, speed-up, Python fp32, speed-up vs fp32 Python)
+    rows = []
 
-    # SFT step: seconds per step; the Python base is fp32 (no NF4 on a CPU).
-    sft_py = py_sft.get("sft_step", {})
-    for r in (16, 64):
-        py_s = sft_py.get("ranks", {}).get(f"r{r}", {}).get("median_step_s")
-        for row in cf_sft.get("sft", {}).get("rows", []):
-            if row["lora_r"] != r:
-                continue
-            base = "NF4 base (QLoRA)" if row["base"] == "nf4" else "fp32 base"
-            rows.append((f"SFT step, LoRA r {r}, {base}: s/step", fmt(row["seconds"]), fmt(py_s),
-                         "transformers + peft (fp32 base)",
-                         ratio_cell(py_s / row["seconds"] if py_s else None, 1.5)))
+    def add(workload, mine, same, fp32, target, faster_is_larger):
+        def r(other):
+            if not other or not mine:
+                return None
+            return mine / other if faster_is_larger else other / mine
+        rows.append((workload, fmt(mine), fmt(same), ratio_cell(r(same), target), fmt(fp32),
+                     ratio_cell(r(fp32))))
+
+    # SFT step: seconds per step; the Python base is dense (no NF4 on a CPU).
+    def sft_s(dtype, r):
+        ranks = py[("sft", dtype)].get("sft_step", {}).get("ranks", {})
+        return ranks.get(f"r{r}", {}).get("median_step_s")
+
+    for dtype in DTYPES:
+        for r in (16, 64):
+            for row in cf[("sft", dtype)].get("sft", {}).get("rows", []):
+                if row["lora_r"] != r:
+                    continue
+                base = "NF4 base (QLoRA)" if row["base"] == "nf4" else "dense base"
+                add(f"SFT step, {SHORT[dtype]}, LoRA r {r}, {base}: s/step", row["seconds"],
+                    sft_s(dtype, r), sft_s("float32", r), 1.5, False)
 
     # Generation: tokens/s; a speed-up is citeforge's tokens/s over the other's.
-    tr = py_gen.get("generate", {}).get("transformers", {}).get("batches", {})
+    def gen(dtype, b, key):
+        batches = py[("generate", dtype)].get("generate", {}).get("transformers", {}).get(
+            "batches", {})
+        return batches.get(f"batch_{b}", {}).get(key)
+
     lc = py_cpp.get("generate", {}).get("llama_cpp", {}).get("batches", {})
-    for row in cf_gen.get("generate", {}).get("rows", []):
-        b, weights = row["batch"], row["weights"]
-        for phase, key in (("prefill", "prefill_tokens_per_s"), ("decode", "decode_tokens_per_s")):
-            mine = row[key]
-            other = tr.get(f"batch_{b}", {}).get(key)
-            target = 1.5 if (phase == "prefill" or b > 1) else None
-            rows.append((f"{phase} batch {b}, citeforge {weights}: tokens/s", fmt(mine), fmt(other),
-                         "transformers (fp32)",
-                         ratio_cell(mine / other if other else None, target)))
-            cpp = lc.get(f"batch_{b}", {}).get(key)
-            if cpp:
-                # The target for batch-1 decode is to be within 2x of llama.cpp (ratio >= 0.5).
-                target = 0.5 if phase == "decode" else None
-                rows.append((f"{phase} batch {b}, citeforge {weights}: tokens/s", fmt(mine),
-                             fmt(cpp), "llama.cpp (Q4_1)", ratio_cell(mine / cpp, target)))
+    llama_rows = []
+    for dtype in DTYPES:
+        for row in cf[("generate", dtype)].get("generate", {}).get("rows", []):
+            b, weights = row["batch"], ("NF4" if row["weights"] == "nf4" else "dense")
+            for phase, key in (("prefill", "prefill_tokens_per_s"),
+                               ("decode", "decode_tokens_per_s")):
+                target = 1.5 if (phase == "prefill" or b > 1) else None
+                add(f"{phase} batch {b}, {SHORT[dtype]}, {weights} weights: tokens/s", row[key],
+                    gen(dtype, b, key), gen("float32", b, key), target, True)
+                cpp = lc.get(f"batch_{b}", {}).get(key)
+                if cpp:
+                    # The target for batch-1 decode: within 2x of llama.cpp (ratio >= 0.5).
+                    target = 0.5 if phase == "decode" else None
+                    llama_rows.append((f"{phase} batch {b}, {SHORT[dtype]}, {weights} weights",
+                                       fmt(row[key]), fmt(cpp), ratio_cell(row[key] / cpp, target)))
 
     # PPO iteration: seconds per iteration.
-    ppo_py = py_ppo.get("ppo_iteration", {})
-    py_total = ppo_py.get("median_s", {}).get("total_s")
-    py_answer = ppo_py.get("checks_last_iteration", {}).get("response_tokens_mean")
-    for row in cf_ppo.get("ppo", {}).get("rows", []):
-        base = "NF4 base" if row["base"] == "nf4" else "fp32 base"
-        rows.append((f"PPO iteration, LoRA r {row['lora_r']}, {base}: s (answer tokens: "
-                     f"citeforge {fmt(row.get('answer_tokens_mean'))}, Python {fmt(py_answer)})",
-                     fmt(row["seconds"]), fmt(py_total), "PyTorch + peft, TRL's steps (fp32 base)",
-                     ratio_cell(py_total / row["seconds"] if py_total else None, 1.5)))
+    def ppo(dtype):
+        it = py[("ppo", dtype)].get("ppo_iteration", {})
+        return (it.get("median_s", {}).get("total_s"),
+                it.get("checks_last_iteration", {}).get("response_tokens_mean"))
 
+    for dtype in DTYPES:
+        for row in cf[("ppo", dtype)].get("ppo", {}).get("rows", []):
+            base = "NF4 base" if row["base"] == "nf4" else "dense base"
+            add(f"PPO iteration, {SHORT[dtype]}, LoRA r {row['lora_r']}, {base}: s (answer "
+                f"tokens: citeforge {fmt(row.get('answer_tokens_mean'))}, Python "
+                f"{fmt(ppo(dtype)[1])})", row["seconds"], ppo(dtype)[0], ppo("float32")[0], 1.5,
+                False)
+
+    cf_sft32, cf_gen32 = cf[("sft", "float32")], cf[("generate", "float32")]
     out = ["# citeforge next to the Python stack on a CPU", ""]
     out.append(f"Command: `{command}`. Model: SmolLM2-135M-Instruct (the GGUF of the embedded "
                "default). Machine: %s, %s logical CPUs, load average at the start of the Python "
@@ -101,31 +126,50 @@ def main():
                "(%s tokens, %s of them answers that carry the loss); generation from prompts of "
                "%s tokens, %s new tokens, EOS never stopping a row; PPO on 8 prompts, %s new "
                "tokens at temperature 0.7, minibatch 4, one epoch." % (
-                   cf_sft.get("threads", "?"), cf_sft.get("reps", "?"),
-                   cf_sft.get("sft", {}).get("tokens", "?"),
-                   cf_sft.get("sft", {}).get("trained_tokens", "?"),
-                   cf_gen.get("generate", {}).get("prompt_tokens", "?"),
-                   cf_gen.get("generate", {}).get("new_tokens", "?"),
-                   cf_ppo.get("ppo", {}).get("new_tokens", "?")))
+                   cf_sft32.get("threads", "?"), cf_sft32.get("reps", "?"),
+                   cf_sft32.get("sft", {}).get("tokens", "?"),
+                   cf_sft32.get("sft", {}).get("trained_tokens", "?"),
+                   cf_gen32.get("generate", {}).get("prompt_tokens", "?"),
+                   cf_gen32.get("generate", {}).get("new_tokens", "?"),
+                   cf[("ppo", "float32")].get("ppo", {}).get("new_tokens", "?")))
     out.append("")
-    out.append("| workload | citeforge | other | other side | speed-up of citeforge |")
-    out.append("|---|---|---|---|---|")
+    out.append("The Python side is transformers + peft for SFT and generation and PyTorch + peft "
+               "running TRL's PPO steps for PPO, with its base in the row's dtype (LoRA "
+               "adapters in fp32 on both sides); the last two columns compare with the Python "
+               "stack in fp32, the setting the targets were first stated for.")
+    out.append("")
+    out.append("| workload | citeforge | Python, same dtype | speed-up of citeforge | "
+               "Python, fp32 | speed-up vs Python fp32 |")
+    out.append("|---|---|---|---|---|---|")
     for r in rows:
-        out.append("| %s | %s | %s | %s | %s |" % r)
+        out.append("| %s | %s | %s | %s | %s | %s |" % r)
+    out.append("")
+    out.append("Generation next to llama.cpp (llama-cpp-python) on the GGUF's own Q4_1 weights:")
+    out.append("")
+    out.append("| workload: tokens/s | citeforge | llama.cpp | ratio |")
+    out.append("|---|---|---|---|")
+    for r in llama_rows:
+        out.append("| %s | %s | %s | %s |" % r)
     out.append("")
     out.append("Peak resident memory of each part's process (MiB):")
     out.append("")
-    out.append("| part | citeforge | Python |")
-    out.append("|---|---|---|")
-    out.append("| SFT step (all rows) | %s | %s |" % (fmt(cf_sft.get("peak_rss_mib"), 4),
-                                                    fmt(sft_py.get("peak_rss_mib"), 4)))
-    out.append("| generation (citeforge: fp32 and NF4; transformers) | %s | %s |" % (
-        fmt(cf_gen.get("peak_rss_mib"), 4),
-        fmt(py_gen.get("generate", {}).get("transformers", {}).get("peak_rss_mib"), 4)))
-    out.append("| generation, llama.cpp | – | %s |" % fmt(
+    out.append("| part | citeforge fp32 | Python fp32 | citeforge bf16 | Python bf16 |")
+    out.append("|---|---|---|---|---|")
+
+    def rss(side, part, dtype, key):
+        fragment = side[(part, dtype)].get(key, {}) if key else side[(part, dtype)]
+        if part == "generate" and key:
+            fragment = fragment.get("transformers", {})
+        return fmt(fragment.get("peak_rss_mib"), 4)
+
+    for label, part, key in (("SFT step (all its rows)", "sft", "sft_step"),
+                             ("generation (dense and NF4; transformers)", "generate", "generate"),
+                             ("PPO iteration (dense and NF4)", "ppo", "ppo_iteration")):
+        out.append("| %s | %s | %s | %s | %s |" % (
+            label, rss(cf, part, "float32", None), rss(py, part, "float32", key),
+            rss(cf, part, "bfloat16", None), rss(py, part, "bfloat16", key)))
+    out.append("| generation, llama.cpp | – | %s | – | – |" % fmt(
         py_cpp.get("generate", {}).get("llama_cpp", {}).get("peak_rss_mib"), 4))
-    out.append("| PPO iteration (citeforge: fp32 and NF4) | %s | %s |" % (
-        fmt(cf_ppo.get("peak_rss_mib"), 4), fmt(ppo_py.get("peak_rss_mib"), 4)))
     out.append("")
     print("\n".join(out))
 
