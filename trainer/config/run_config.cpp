@@ -238,11 +238,13 @@ void visit_data(V& v, DataSection& d) {
       "synth", [&](auto& s) { visit_synth(s, d.synth); }, &d.synth_enabled);
   v.field("train", d.train);
   v.field("train_golden", d.train_golden);
+  v.field("holdout", d.holdout);
   v.list("test_sets", d.test_sets, [](auto& s, TestSetSpec& t) {
     s.field("name", t.name);
     s.field("path", t.path);
     s.field("golden", t.golden);
     s.field("ood", t.ood);
+    s.field("sample", t.sample);
   });
   v.field("template", d.prompt_template);
   v.field("templates_dir", d.templates_dir);
@@ -443,14 +445,27 @@ void validate(RunConfig& c) {
   };
   check_path(c.data.train, "data.train", c.data.train_golden);
   require(!c.data.test_sets.empty(), f, "data.test_sets", "at least one test set is needed");
+  require(c.data.holdout >= 0, f, "data.holdout", "must be >= 0");
   std::set<std::string> names;
+  int holdout_sets = 0;
   for (std::size_t i = 0; i < c.data.test_sets.size(); ++i) {
     const auto& t = c.data.test_sets[i];
     const std::string key = "data.test_sets[" + std::to_string(i) + "]";
     require(!t.name.empty(), f, key + ".name", "must not be empty");
     require(names.insert(t.name).second, f, key + ".name", "duplicate test set '" + t.name + "'");
-    check_path(t.path, key + ".path", t.golden);
+    require(t.sample >= 0, f, key + ".sample", "must be >= 0 (0 = the whole set)");
+    if (t.path == "holdout") {
+      require(c.data.holdout > 0, f, key + ".path",
+              "'holdout' needs data.holdout: how many training examples to hold out");
+      require(t.golden.empty(), f, key + ".golden",
+              "a held-out split keeps the training file's labels");
+      require(++holdout_sets == 1, f, key + ".path", "only one test set can be the holdout");
+    } else {
+      check_path(t.path, key + ".path", t.golden);
+    }
   }
+  require(c.data.holdout == 0 || holdout_sets == 1, f, "data.holdout",
+          "the held-out examples need a test set with path: holdout, or they would be lost");
   if (c.data.synth_enabled) {
     try {
       data::validate_synth_config(c.data.synth);

@@ -111,13 +111,17 @@ struct PpoSection {
 };
 
 // Where examples come from: a .jsonl file of citeforge examples, synth:<split> for the
-// generated world, or a SynSciQA file (.csv or .json) imported on load, with relevance labels
-// from `golden` (a *_with_golden_sources.csv) when given.
+// generated world, a SynSciQA file (.csv or .json) imported on load, with relevance labels
+// from `golden` (a *_with_golden_sources.csv) when given, or `holdout` for the examples held out
+// of the training data (data.holdout).
 struct TestSetSpec {
   std::string name;
   std::string path;
   std::string golden;  // SynSciQA only
   bool ood = false;    // out-of-distribution (for the correlation table)
+  // > 0: evaluate on a random subset of this many examples, drawn with the run's seed and the
+  // set's name (in file order), when a full set costs too much (a long CPU run).
+  int sample = 0;
 };
 
 struct DataSection {
@@ -125,6 +129,10 @@ struct DataSection {
   data::SynthConfig synth;   // generated into <run>/data when enabled
   std::string train;         // as TestSetSpec::path
   std::string train_golden;  // SynSciQA only
+  // > 0: this many training examples, drawn with the run's seed, are held out of training and
+  // become the test set whose path is `holdout` (the papers select checkpoints on such a
+  // synthetic validation split). They are written to <run>/data/holdout.jsonl.
+  int holdout = 0;
   std::vector<TestSetSpec> test_sets;
   std::string prompt_template = "rage_numeric";  // name in templates_dir or a .yaml path
   std::string templates_dir = "configs/templates";

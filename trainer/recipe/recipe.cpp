@@ -1,5 +1,6 @@
 #include "trainer/recipe/recipe.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "data/random.h"
 #include "data/synsciqa.h"
 #include "data/synth.h"
 #include "models/checkpoint_io.h"
@@ -68,6 +70,35 @@ std::vector<data::Example> read_data(const RunContext& run, const std::string& p
   return examples;
 }
 
+// `count` examples drawn from `train` with `seed` (in file order), removed from it.
+std::vector<data::Example> hold_out(std::vector<data::Example>& train, int count, uint64_t seed,
+                                    const std::string& config_file) {
+  if (std::size_t(count) >= train.size())
+    throw Error(config_file + ": data.holdout: " + std::to_string(count) +
+                " examples cannot be held out of a training set of " +
+                std::to_string(train.size()) + "; some must be left to train on");
+  data::Rng rng(data::derive_seed(seed, "holdout"));
+  auto drawn = data::sample_indices(rng, train.size(), std::size_t(count));
+  std::vector<bool> held(train.size(), false);
+  for (auto i : drawn) held[i] = true;
+  std::vector<data::Example> kept, out;
+  for (std::size_t i = 0; i < train.size(); ++i) (held[i] ? out : kept).push_back(train[i]);
+  train = std::move(kept);
+  return out;
+}
+
+// A random subset of `count` examples (all when there are no more), in file order.
+std::vector<data::Example> seeded_subset(const std::vector<data::Example>& examples, int count,
+                                         uint64_t seed, const std::string& name) {
+  if (std::size_t(count) >= examples.size()) return examples;
+  data::Rng rng(data::derive_seed(seed, "sample:" + name));
+  auto drawn = data::sample_indices(rng, examples.size(), std::size_t(count));
+  std::sort(drawn.begin(), drawn.end());
+  std::vector<data::Example> out;
+  for (auto i : drawn) out.push_back(examples[i]);
+  return out;
+}
+
 void load_data(RunContext& run) {
   const auto& c = run.config;
   if (c.data.synth_enabled && !file_exists(run.path("data/synth_config.yaml"))) {
@@ -75,19 +106,32 @@ void load_data(RunContext& run) {
     data::write_synth(data::generate_synth(c.data.synth), run.path("data"));
   }
   run.train = read_data(run, c.data.train, c.data.train_golden);
+  std::vector<data::Example> holdout;
+  if (c.data.holdout > 0) {
+    holdout = hold_out(run.train, c.data.holdout, c.seed, c.file);
+    // Written for reading and for `score`; every rank draws the same split from the seed.
+    if (is_lead(run)) {
+      std::filesystem::create_directories(run.path("data"));
+      data::write_examples_jsonl(run.path("data/holdout.jsonl"), holdout);
+    }
+  }
   if (c.data.synth_enabled && c.data.synth.pretrain > 0 && c.pretrain.enabled &&
       !file_exists(run.path("base_model/model.safetensors")))
     run.pretrain_reading = data::read_examples_jsonl(run.path("data/pretrain.jsonl"));
   for (const auto& spec : c.data.test_sets) {
-    TestSet t{spec, read_data(run, spec.path, spec.golden)};
-    t.spec.path = resolve_data_path(run, spec.path);
+    const bool held = spec.path == "holdout";
+    TestSet t{spec, held ? holdout : read_data(run, spec.path, spec.golden)};
+    t.spec.path = held ? run.path("data/holdout.jsonl") : resolve_data_path(run, spec.path);
+    if (spec.sample > 0) t.examples = seeded_subset(t.examples, spec.sample, c.seed, spec.name);
     if (c.eval.max_examples > 0 && int(t.examples.size()) > c.eval.max_examples)
       t.examples.resize(c.eval.max_examples);
     run.test_sets.push_back(std::move(t));
   }
   std::string sizes;
   for (const auto& t : run.test_sets)
-    sizes += ", " + t.spec.name + " " + std::to_string(t.examples.size());
+    sizes += ", " + t.spec.name + " " + std::to_string(t.examples.size()) +
+             (t.spec.sample > 0 ? " (seeded sample)" : "") +
+             (t.spec.path == run.path("data/holdout.jsonl") ? " (held out of train)" : "");
   say("data: train " + std::to_string(run.train.size()) + sizes);
 }
 

@@ -99,6 +99,19 @@ TEST_CASE("config errors name the file, line and key path", "[trainer][config][e
                     Contains("sft.copy_drill_tokens") && Contains("only pre-training"));
   CHECK_THROWS_WITH(parse(kBase, {"data.reading_sources=footnotes"}),
                     Contains("data.reading_sources") && Contains("none or prose"));
+  CHECK_THROWS_WITH(parse(kBase, {"data.holdout=5"}),
+                    Contains("data.holdout") && Contains("path: holdout"));
+  CHECK_THROWS_WITH(parse(kBase, {"data.test_sets=[{name: v, path: holdout}]"}),
+                    Contains("data.test_sets[0].path") && Contains("needs data.holdout"));
+  CHECK_THROWS_WITH(parse(kBase, {"data.holdout=2",
+                                  "data.test_sets=[{name: a, path: holdout}, {name: b, "
+                                  "path: holdout}]"}),
+                    Contains("data.test_sets[1].path") && Contains("only one"));
+  CHECK_THROWS_WITH(parse(kBase, {"data.test_sets=[{name: v, path: 'synth:test', sample: -1}]"}),
+                    Contains("data.test_sets[0].sample"));
+  CHECK(parse(kBase, {"data.holdout=3", "data.test_sets=[{name: v, path: holdout, sample: 2}]"})
+            .data.test_sets[0]
+            .sample == 2);
   CHECK_THROWS_WITH(parse(kBase + "sft: {epochs: 1\n"), Contains("c.yaml") && Contains("line"));
   CHECK_THROWS_WITH(parse(kBase, {"noequals"}), Contains("key.path=value"));
   CHECK_THROWS_WITH(trainer::load_run_config("/no/such.yaml"), Contains("config file not found"));

@@ -1,5 +1,6 @@
 // `citeforge run` end to end on the tiny config: the run directory's contents, and that a run
 // killed with SIGKILL and resumed ends bit-identical to an uninterrupted one.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -179,6 +180,34 @@ TEST_CASE("the SynSciQA SFT config runs on stories260K, prompts cut to its conte
   auto results = nlohmann::json::parse(read_file((out / "results.json").string()));
   CHECK(results.size() == 4);  // (base-0, sft-1) x (synsciqa_test, gensearch_test)
   CHECK(fs::exists(out / "eval/sft-1/gensearch_test.h5"));
+}
+
+TEST_CASE("a run holds a seeded validation split out of training and samples a test set",
+          "[trainer][pipeline][synsciqa]") {
+  auto run = [](const fs::path& out) {
+    return testing::run_citeforge(
+        "run configs/synsciqa/stories260k_sft_smoke.yaml --out " + out.string() +
+        " --set data.holdout=8 --set 'data.test_sets=[{name: validation, path: holdout}, {name: "
+        "gensearch_test, path: datasets/synsciqa/GenSearch_test.csv, ood: true, sample: 6}]'"
+        " --set selection.test_set=validation --set sft.max_examples=8 --set sft.epochs=1");
+  };
+  const auto dir = testing::temp_dir("run-holdout");
+  auto r = run(dir / "a");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  // 669 SynSciQA++ examples: 8 held out, 661 left to train on.
+  CHECK(r.output.find("data: train 661, validation 8 (held out of train), gensearch_test 6 "
+                      "(seeded sample)") != std::string::npos);
+  const auto held = read_file((dir / "a/data/holdout.jsonl").string());
+  CHECK(std::count(held.begin(), held.end(), '\n') == 8);
+  auto results = nlohmann::json::parse(read_file((dir / "a/results.json").string()));
+  CHECK(results.size() == 4);  // (base-0, sft-1) x (validation, gensearch_test)
+  // The split and the sample come from the seed: a second run draws the same ones.
+  auto again = run(dir / "b");
+  REQUIRE(again.exit_code == 0);
+  CHECK(read_file((dir / "b/data/holdout.jsonl").string()) == held);
+  CHECK(read_file((dir / "b/results.json").string()) ==
+        read_file((dir / "a/results.json").string()));
 }
 
 TEST_CASE("the built-model demo config runs end to end, with chance references",
