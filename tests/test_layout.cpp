@@ -49,8 +49,9 @@ TEST_CASE("layout: trainer's rooms include each other in one direction", "[layou
   CHECK(checked > 100);
 }
 
-TEST_CASE("layout: common, models, data and rewards never include trainer", "[layout]") {
-  for (const char* folder : {"common", "models", "data", "rewards"}) {
+TEST_CASE("layout: common, models, data, rewards and attribution never include trainer",
+          "[layout]") {
+  for (const char* folder : {"common", "models", "data", "rewards", "attribution"}) {
     for (const auto& entry : fs::directory_iterator(testing::source_path(folder))) {
       if (!is_source(entry.path())) continue;
       INFO(entry.path().string());
@@ -65,8 +66,8 @@ TEST_CASE("layout: nothing in the repository points outside it", "[layout]") {
       std::string("../") + "shared", std::string("shared") + " folder",
       std::string("CITEFORGE_") + "SHARED", std::string("DESIGN") + ".md"};
   int files = 0;
-  for (const char* top : {"common", "models", "data", "rewards", "trainer", "tests", "configs",
-                          "scripts", "experiments", "docs", "datasets", ".ci"}) {
+  for (const char* top : {"common", "models", "data", "rewards", "attribution", "trainer", "tests",
+                          "configs", "scripts", "experiments", "docs", "datasets", ".ci"}) {
     const fs::path root = testing::source_path(top);
     if (!fs::exists(root)) continue;
     for (const auto& entry : fs::recursive_directory_iterator(root)) {

@@ -14,6 +14,7 @@
 #include "data/answers.h"
 #include "data/example.h"
 #include "rewards/metrics.h"
+#include "trainer/cli/answers_input.h"
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/commands.h"
 #include "trainer/eval/eval_record.h"
@@ -25,51 +26,6 @@ namespace {
 constexpr const char* kUsage =
     "usage: citeforge score --data FILE.jsonl (--reference NAME | --answers ANSWERS.jsonl) "
     "[--out DIR] [--invalid-citations penalize|ignore] [--overlap-reference NAME]";
-
-std::string list_names(const std::map<std::string, std::string>& references) {
-  std::string names;
-  for (const auto& [name, answer] : references) names += (names.empty() ? "" : ", ") + name;
-  return names.empty() ? "none" : names;
-}
-
-// The answer to score for each example, in the order of the data file.
-std::vector<std::string> answers_for(const std::vector<data::Example>& examples,
-                                     const std::string& data_path, const CliArgs& cli) {
-  std::vector<std::string> out;
-  if (auto reference = cli.get("reference")) {
-    for (const auto& e : examples) {
-      auto it = e.references.find(*reference);
-      if (it == e.references.end())
-        fail_at(
-            data_path, "example '" + e.id + "'",
-            "no reference answer '" + *reference + "' (it has: " + list_names(e.references) + ")");
-      out.push_back(it->second);
-    }
-    return out;
-  }
-  std::string answers_path = cli.require("answers");
-  auto answers = data::read_answers_jsonl(answers_path);
-  std::map<std::string, bool> known;
-  for (const auto& e : examples) known[e.id] = true;
-  for (const auto& [id, answer] : answers)
-    if (!known.count(id))
-      fail_at(answers_path, "id '" + id + "'", "no such example in " + data_path);
-  std::size_t missing = 0;
-  std::string first_missing;
-  for (const auto& e : examples) {
-    auto it = answers.find(e.id);
-    if (it == answers.end()) {
-      if (missing++ == 0) first_missing = e.id;
-      continue;
-    }
-    out.push_back(it->second);
-  }
-  if (missing > 0)
-    fail_at(answers_path, "",
-            "no answer for example '" + first_missing + "'" +
-                (missing > 1 ? " and " + std::to_string(missing - 1) + " more" : ""));
-  return out;
-}
 
 // Metrics that depend on the relevance labels. When the labels were derived from the very
 // answers being scored (silver labels from `--reference NAME`), these only measure the answer

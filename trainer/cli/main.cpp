@@ -32,6 +32,11 @@ const std::map<std::string, Command>& commands() {
        {command_score, "score answers' citations against an example file",
         "citeforge score --data examples.jsonl (--reference NAME | --answers answers.jsonl)\n"
         "    [--out DIR]"}},
+      {"fix-citations",
+       {command_fix_citations, "correct answers' citations after generation (CiteFix)",
+        "citeforge fix-citations --data examples.jsonl (--reference NAME | --answers "
+        "answers.jsonl)\n"
+        "    --out fixed.jsonl [--method keyword|keyword_bm25] [--bm25-weight W]"}},
       {"run",
        {command_run, "run a config's whole pipeline (train, evaluate, select, tables)",
         "citeforge run CONFIG.yaml [--out RUN_DIR] [--set key.path=value ...]"}},

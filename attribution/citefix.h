@@ -1,0 +1,67 @@
+// Citation correction after generation (CiteFix, docs/design.md §4b): an answer is split into
+// factual points at its citations, and each point's citations are re-assigned among the
+// prompt's documents to the ones that score best for it, keeping how many the point cited.
+//
+// The lexical methods live here; each takes the point's text and returns one score per source:
+//  - keyword: the paper's token intersection, |words(point) ∩ words(document)|, on lower-cased
+//    words without stop words (attribution/stop_words.h);
+//  - keyword_bm25: keyword + w * BM25(question, document), with BM25 over the prompt's own
+//    documents, mildly preferring documents that answer the question (the paper's §3.2; it
+//    leaves w out, so w is a setting).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "data/example.h"
+#include "rewards/citations.h"
+
+namespace citeforge::attribution {
+
+enum class FixMethod { keyword, keyword_bm25 };
+
+// "keyword" or "keyword_bm25"; anything else throws an Error listing the methods.
+FixMethod parse_fix_method(const std::string& name);
+const char* to_string(FixMethod method);
+
+struct FixOptions {
+  FixMethod method = FixMethod::keyword;
+  double bm25_weight = 0.25;  // w of keyword_bm25
+};
+
+// One factual point: the text an answer attributes to one run of citation groups (groups with
+// nothing but spaces and punctuation between them), and those groups.
+struct FactualPoint {
+  std::size_t text_begin = 0, text_end = 0;  // the point's words, before its citations
+  std::size_t cite_begin = 0, cite_end = 0;  // its citation groups, first to last
+  std::vector<int> cited;                    // distinct valid source keys, ascending
+  int invalid = 0;                           // citations that name no source
+  // How many documents the point cites: each [n] (a range [1-3] counts its numbers) and each
+  // distinct name once, even where a data set gives several sources the same name.
+  int citations = 0;
+  int citation_count() const { return citations; }
+};
+
+// The factual points of an answer in order. Text after the last citation belongs to no point.
+std::vector<FactualPoint> factual_points(const std::string& answer,
+                                         const rewards::ParsedCitations& parsed);
+
+// One score per source of `example` (in its order) for a point's text.
+std::vector<double> point_scores(const data::Example& example, const std::string& point_text,
+                                 const FixOptions& options);
+
+struct FixedAnswer {
+  std::string answer;
+  int points = 0;   // factual points with at least one citation
+  int changed = 0;  // points whose cited sources changed
+};
+
+// The answer with each point's citations replaced by its best-scoring sources, as many as it
+// cited (capped at the sources that have text). Ties keep the sources the point already cited,
+// then the lower key. A point whose text shares nothing with any document keeps its citations,
+// and so does an answer without citations or an example without sources. Citations are
+// rewritten in the example's style: [n] per source, or (Name; Name) with the sources' names.
+FixedAnswer fix_citations(const data::Example& example, const std::string& answer,
+                          const FixOptions& options);
+
+}  // namespace citeforge::attribution

@@ -1,0 +1,71 @@
+// `citeforge fix-citations` on the shipped SynSciQA_test with its GPT-3.5 reference answers:
+// the corrected answers are written in the --answers format, `score` reads them back, and the
+// correction touches nothing but the citations and keeps how many each answer makes.
+#include <catch2/catch.hpp>
+
+#include "attribution/citefix.h"
+#include "common/file_io.h"
+#include "data/answers.h"
+#include "data/synsciqa.h"
+#include "rewards/citations.h"
+#include "tests/cli_runner.h"
+#include "tests/test_paths.h"
+
+using namespace citeforge;
+using Catch::Matchers::Contains;
+
+TEST_CASE("fix-citations corrects real answers' citations and score reads them back",
+          "[cli][citefix][synsciqa]") {
+  const auto dir = testing::temp_dir("fix-citations");
+  const auto data = (dir / "test.jsonl").string();
+  auto examples = data::import_synsciqa(
+      testing::dataset_path("synsciqa/SynSciQA_test.csv"),
+      testing::dataset_path("synsciqa/SynSciQA_test_with_golden_sources.csv"), nullptr);
+  data::write_examples_jsonl(data, examples);
+  for (const std::string method : {"keyword", "keyword_bm25"}) {
+    INFO(method);
+    const auto fixed_path = (dir / ("fixed_" + method + ".jsonl")).string();
+    auto r =
+        testing::run_citeforge("fix-citations --data " + data + " --reference gpt-35 --method " +
+                               method + " --out " + fixed_path);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.output, Contains("re-cited") && Contains("ms per answer"));
+    const auto fixed = data::read_answers_jsonl(fixed_path);
+    REQUIRE(fixed.size() == examples.size());
+    int changed = 0;
+    for (const auto& e : examples) {
+      const auto& original = e.references.at("gpt-35");
+      const auto& corrected = fixed.at(e.id);
+      changed += corrected != original;
+      const auto before = rewards::parse_citations(original, e.sources, e.citation_style);
+      const auto after = rewards::parse_citations(corrected, e.sources, e.citation_style);
+      INFO(e.id << "\n" << original << "\n" << corrected);
+      // Only citations change: the words are the same once citations are stripped.
+      CHECK(rewards::strip_citations(corrected, after) ==
+            rewards::strip_citations(original, before));
+      // The same factual points, each citing valid sources only, never more than it did.
+      const auto points_before = attribution::factual_points(original, before);
+      const auto points_after = attribution::factual_points(corrected, after);
+      REQUIRE(points_after.size() == points_before.size());
+      for (std::size_t i = 0; i < points_after.size(); ++i) {
+        if (points_before[i].citation_count() == 0) continue;
+        CHECK(points_after[i].citation_count() <= points_before[i].citation_count());
+      }
+    }
+    CHECK(changed > 0);
+    auto scored = testing::run_citeforge("score --data " + data + " --answers " + fixed_path);
+    INFO(scored.output);
+    CHECK(scored.exit_code == 0);
+    CHECK_THAT(scored.output, Contains("precision"));
+  }
+  // Bad input: one line naming the problem.
+  auto bad = testing::run_citeforge("fix-citations --data " + data +
+                                    " --reference gpt-35 --method bertscore --out x.jsonl");
+  CHECK(bad.exit_code != 0);
+  CHECK_THAT(bad.output, Contains("--method") && Contains("keyword, keyword_bm25"));
+  auto no_ref =
+      testing::run_citeforge("fix-citations --data " + data + " --reference nope --out x.jsonl");
+  CHECK(no_ref.exit_code != 0);
+  CHECK_THAT(no_ref.output, Contains("no reference answer 'nope'"));
+}
