@@ -216,6 +216,7 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
   json rows = json::array();
   const int r = 64;
   for (bool nf4 : {false, true}) {
+    if (only_weights == (nf4 ? "dense" : "nf4")) continue;
     auto policy = load(dir, nf4, r);
     trainer::PpoSection config;
     config.temperature = 0.7;
