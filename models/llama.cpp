@@ -47,6 +47,42 @@ double lowest_value(torch::Dtype dtype) {
   }
 }
 
+// ATen's fused attention (a flash kernel on a CPU too) never materialises the [B, H, T, S]
+// score matrix and shares each kv head among its query heads itself (grouped-query). An
+// undefined bias means plain causal attention over the new tokens alone.
+torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, const torch::Tensor& bias, bool grouped) {
+  return torch::scaled_dot_product_attention(
+      q, k, v, bias.defined() ? std::optional<torch::Tensor>(bias) : std::nullopt,
+      /*dropout_p=*/0.0, /*is_causal=*/!bias.defined(), /*scale=*/std::nullopt, grouped);
+}
+
+// Attention of a reduced-precision (bf16) model: the scores and the softmax in fp32 on one
+// [T, S] matrix per head. The fused kernel walks a whole prompt in blocks but a decoding step in
+// one row, and in bf16 the two roundings disagree by up to 0.6 nats in the sampled tokens'
+// log-probabilities (up to 0.3 with its inputs in fp32; experiments/bench/bench_ppo_precision),
+// which PPO's ratio would read as a change of policy. Here the sampler's decoding steps and the
+// learner's whole sequences compute every score the same way, and the two agree exactly.
+torch::Tensor exact_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v,
+                              const torch::Tensor& bias, int64_t groups) {
+  if (groups > 1) {  // grouped-query attention: each kv head serves `groups` query heads
+    k = k.repeat_interleave(groups, 1);
+    v = v.repeat_interleave(groups, 1);
+  }
+  auto scores =
+      torch::matmul(q, k.transpose(-2, -1)).to(torch::kFloat32) / std::sqrt(double(q.size(-1)));
+  if (bias.defined()) {
+    scores = scores + bias.to(torch::kFloat32);
+  } else {
+    const int64_t T = q.size(2);
+    auto future =
+        torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
+    scores = scores.masked_fill(future, std::numeric_limits<float>::lowest());
+  }
+  auto probs = torch::softmax(scores, -1).to(q.scalar_type());
+  return torch::matmul(probs, v);
+}
+
 }  // namespace
 
 torch::Tensor attention_allowed(const torch::Tensor& key_mask, int64_t batch, int64_t past,
@@ -98,13 +134,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     k = cache->keys[layer].narrow(2, 0, past + T);
     v = cache->values[layer].narrow(2, 0, past + T);
   }
-  // ATen's fused attention (a flash kernel on a CPU too) never materialises the [B, H, T, S]
-  // score matrix and shares each kv head among its query heads itself (grouped-query). An
-  // undefined bias means plain causal attention over the new tokens alone.
-  auto out = torch::scaled_dot_product_attention(
-      q, k, v, attn_bias.defined() ? std::optional<torch::Tensor>(attn_bias) : std::nullopt,
-      /*dropout_p=*/0.0, /*is_causal=*/!attn_bias.defined(), /*scale=*/std::nullopt,
-      /*enable_gqa=*/num_heads != num_kv_heads);
+  torch::Tensor out = q.scalar_type() == torch::kFloat32
+                          ? fused_attention(q, k, v, attn_bias, num_heads != num_kv_heads)
+                          : exact_attention(q, k, v, attn_bias, num_heads / num_kv_heads);
   out = out.transpose(1, 2).reshape({B, T, num_heads * head_dim});
   return o_proj(out);
 }
