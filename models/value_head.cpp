@@ -7,6 +7,13 @@
 
 namespace citeforge::models {
 
+ValueHeadOptions width_scaled_value_head(int64_t hidden_size) {
+  ValueHeadOptions options;
+  options.hidden_size = hidden_size;
+  options.init_std = 1.0 / double(hidden_size + 1);
+  return options;
+}
+
 ValueHeadImpl::ValueHeadImpl(const ValueHeadOptions& opts) : options(opts) {
   if (options.hidden_size <= 0) {
     throw Error("value head: hidden_size must be > 0 (got " + std::to_string(options.hidden_size) +

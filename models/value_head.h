@@ -20,6 +20,11 @@ struct ValueHeadOptions {
   double init_std = 0.02;
 };
 
+// PPO's head for a decoder of `hidden_size`: init_std 1 / (hidden + 1), so the first values
+// are of order 1/sqrt(hidden) whatever the width (OpenRLHF's choice). With a fixed std of 0.02
+// a 4096-wide model would start at values of order 1 against rewards in [0, 1].
+ValueHeadOptions width_scaled_value_head(int64_t hidden_size);
+
 struct ValueHeadImpl : torch::nn::Module {
   // Parameters are fp32 whatever the decoder's dtype. Invalid options are an Error.
   explicit ValueHeadImpl(const ValueHeadOptions& options);

@@ -69,11 +69,9 @@ Row measure(const std::string& model_dir, const models::Tokenizer& tokenizer,
   config.ppo_epochs = 1;
   config.max_logprob_gap = 0;  // measured, not enforced
   torch::manual_seed(2);
-  models::ValueHeadOptions head;
-  head.hidden_size = policy->config.hidden_size;
-  head.init_std = 1.0 / double(head.hidden_size + 1);
-  auto learner =
-      trainer::make_ppo_learner(policy, models::ValueHead(head), config, tokenizer.eos_id());
+  auto learner = trainer::make_ppo_learner(
+      policy, models::ValueHead(models::width_scaled_value_head(policy->config.hidden_size)),
+      config, tokenizer.eos_id());
   // The dtype the decoder really holds (the embeddings: an NF4 base keeps them dense).
   const auto held = policy->model->embed_tokens->weight.scalar_type();
   if (held != dtype) throw Error("the model loaded as " + std::string(c10::toString(held)));

@@ -225,11 +225,9 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
     config.ppo_epochs = 1;
     config.max_new_tokens = kNewTokens;
     torch::manual_seed(2);
-    models::ValueHeadOptions head;
-    head.hidden_size = policy->config.hidden_size;
-    head.init_std = 1.0 / double(head.hidden_size + 1);
-    auto learner =
-        trainer::make_ppo_learner(policy, models::ValueHead(head), config, tokenizer.eos_id());
+    auto learner = trainer::make_ppo_learner(
+        policy, models::ValueHead(models::width_scaled_value_head(policy->config.hidden_size)),
+        config, tokenizer.eos_id());
     std::vector<double> rollout_s, update_s, answer_tokens;
     for (int i = 0; i <= reps; ++i) {  // the first is the warm-up
       trainer::RolloutOptions options;

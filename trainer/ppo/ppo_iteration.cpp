@@ -67,12 +67,7 @@ void ppo_checkpoint_and_evaluate(RunContext& run, const std::string& stage, int6
 
 models::ValueHead make_ppo_value_head(const RunContext& run, const std::string& stage) {
   torch::manual_seed(data::derive_seed(run.config.seed, stage + "/value_head"));
-  models::ValueHeadOptions head_options;
-  head_options.hidden_size = run.model->config.hidden_size;
-  // Values of order 1/sqrt(hidden) at the start, whatever the width (OpenRLHF's choice): with a
-  // fixed std of 0.02 a 4096-wide model starts at values of order 1 against rewards in [0, 1].
-  head_options.init_std = 1.0 / double(head_options.hidden_size + 1);
-  models::ValueHead value_head(head_options);
+  models::ValueHead value_head(models::width_scaled_value_head(run.model->config.hidden_size));
   value_head->to(run.device);
   return value_head;
 }
