@@ -32,37 +32,27 @@ DequantizedWeights::~DequantizedWeights() {
 }
 
 torch::Tensor LinearImpl::base_weight(torch::Dtype dtype) const {
-  // The base is frozen (NF4 codes carry no gradient), so one dense copy serves forward and
-  // backward passes alike. A layer not owned by a shared_ptr cannot be tracked and dequantises
-  // every time.
-  if (nf4 && dequantized_scopes > 0) {
-    if (auto self = weak_from_this(); !self.expired()) {
-      if (!dense_cache.defined() || dense_cache.scalar_type() != dtype) {
-        if (!dense_cache.defined()) dequantized_layers.push_back(self);
-        torch::NoGradGuard no_grad;
-        dense_cache = nf4_dequantize(*nf4, dtype);
-      }
-      return dense_cache;
-    }
+  if (!nf4) {
+    if (!weight.defined()) throw Error("linear layer: base weight was never loaded");
+    if (weight.scalar_type() == dtype) return weight;
   }
-  if (nf4) return nf4_dequantize(*nf4, dtype);
-  if (!weight.defined()) throw Error("linear layer: base weight was never loaded");
-  if (weight.scalar_type() == dtype) return weight;
-  // A frozen bf16 weight read in fp32 (a separate LM head giving fp32 logits) is converted once
-  // per scope too; a trained one needs its gradient through the conversion.
-  if (dequantized_scopes > 0 && !weight.requires_grad()) {
-    if (auto self = weak_from_this(); !self.expired()) {
-      if (!dense_cache.defined() || dense_cache.scalar_type() != dtype ||
-          dense_cache_version != weight._version()) {
-        if (!dense_cache.defined()) dequantized_layers.push_back(self);
-        torch::NoGradGuard no_grad;
-        dense_cache = weight.to(dtype);
-        dense_cache_version = weight._version();
-      }
-      return dense_cache;
-    }
+  auto convert = [&] { return nf4 ? nf4_dequantize(*nf4, dtype) : weight.to(dtype); };
+  // Inside a scope, a frozen base (NF4 codes carry no gradient; a frozen bf16 head read in fp32
+  // for fp32 logits) is converted once and the copy serves forward and backward passes alike;
+  // a trained weight needs its gradient through the conversion. A layer not owned by a
+  // shared_ptr cannot be tracked and converts every time.
+  if (dequantized_scopes == 0 || (!nf4 && weight.requires_grad())) return convert();
+  auto self = weak_from_this();
+  if (self.expired()) return convert();
+  const int64_t version = nf4 ? 0 : weight._version();
+  if (!dense_cache.defined() || dense_cache.scalar_type() != dtype ||
+      dense_cache_version != version) {
+    if (!dense_cache.defined()) dequantized_layers.push_back(self);
+    torch::NoGradGuard no_grad;
+    dense_cache = convert();
+    dense_cache_version = version;
   }
-  return weight.to(dtype);
+  return dense_cache;
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {

@@ -53,7 +53,8 @@ struct LinearImpl : torch::nn::Module {
   torch::Tensor reference_A, reference_B;
   bool use_reference = false;
   // The dequantised NF4 base (or the dense base in another dtype) kept while a
-  // DequantizedWeights scope is active (see below), and the dense weight's version it copies.
+  // DequantizedWeights scope is active (see below), and the dense weight's version it copies
+  // (0 for NF4 codes, which never change in place).
   mutable torch::Tensor dense_cache;
   mutable int64_t dense_cache_version = 0;
 };

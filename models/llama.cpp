@@ -58,11 +58,12 @@ torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k,
 }
 
 // Attention of a reduced-precision (bf16) model: the scores and the softmax in fp32 on one
-// [T, S] matrix per head. The fused kernel walks a whole prompt in blocks but a decoding step in
-// one row, and in bf16 the two roundings disagree by up to 0.6 nats in the sampled tokens'
-// log-probabilities (up to 0.3 with its inputs in fp32; experiments/bench/bench_ppo_precision),
-// which PPO's ratio would read as a change of policy. Here the sampler's decoding steps and the
-// learner's whole sequences compute every score the same way, and the two agree exactly.
+// [T, S] matrix per head, with the fp32 `bias` always given. The fused kernel walks a whole
+// prompt in blocks but a decoding step in one row, and in bf16 that made the sampler's and the
+// learner's log-probabilities of the same sampled tokens differ by up to 0.58 nats on a CPU with
+// AMX, twice as much as this way, which keeps the numerics of the unfused attention before it
+// (experiments/bench/results/ppo_precision_cpu.md). PPO's ratio reads such a gap as a change of
+// policy.
 torch::Tensor exact_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v,
                               const torch::Tensor& bias, int64_t groups) {
   if (groups > 1) {  // grouped-query attention: each kv head serves `groups` query heads
@@ -71,15 +72,7 @@ torch::Tensor exact_attention(const torch::Tensor& q, torch::Tensor k, torch::Te
   }
   auto scores =
       torch::matmul(q, k.transpose(-2, -1)).to(torch::kFloat32) / std::sqrt(double(q.size(-1)));
-  if (bias.defined()) {
-    scores = scores + bias.to(torch::kFloat32);
-  } else {
-    const int64_t T = q.size(2);
-    auto future =
-        torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
-    scores = scores.masked_fill(future, std::numeric_limits<float>::lowest());
-  }
-  auto probs = torch::softmax(scores, -1).to(q.scalar_type());
+  auto probs = torch::softmax(scores + bias, -1).to(q.scalar_type());
   return torch::matmul(probs, v);
 }
 
@@ -186,12 +179,15 @@ torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids
   const int64_t past = cache ? cache->length : 0;
   auto [cos, sin] = rope_tables(inputs.positions, config.head_dim, config.rope_theta);
   auto h = model->embed_tokens(input_ids);
-  // Plain causal attention needs no mask; padding, a cache or a sliding window do.
+  // Built once for all layers, in fp32: the fused kernel of an fp32 model takes it as it is and
+  // the exact attention of a bf16 model adds it to fp32 scores. Only the fused kernel does
+  // plain causal attention without one; padding, a cache or a sliding window need one always.
   torch::Tensor bias;
-  if (inputs.key_mask.defined() || past > 0 || config.sliding_window)
+  if (inputs.key_mask.defined() || past > 0 || config.sliding_window ||
+      h.scalar_type() != torch::kFloat32)
     bias = attention_bias(
         attention_allowed(inputs.key_mask, B, past, T, config.sliding_window, input_ids.device()),
-        h.scalar_type());
+        torch::kFloat32);
   const bool recompute = gradient_checkpointing && torch::GradMode::is_enabled() && !cache;
   for (size_t i = 0; i < model->layers->size(); ++i) {
     auto* layer = model->layers[i]->as<DecoderLayerImpl>();
