@@ -103,22 +103,45 @@ std::vector<FactualPoint> factual_points(const std::string& answer,
   return points;
 }
 
-std::vector<double> point_scores(const data::Example& example, const std::string& point_text,
-                                 const FixOptions& options) {
+namespace {
+
+// What a point's scores need from the example's documents, computed once per answer: their
+// keywords and, for keyword_bm25, their BM25 score for the question (the same for every point).
+struct Documents {
+  std::vector<std::unordered_set<std::string>> words;
+  std::vector<double> retrieval;
+};
+
+Documents index_documents(const data::Example& example, const FixOptions& options) {
+  Documents d;
+  std::vector<std::string> texts;
+  for (const auto& s : example.sources) {
+    d.words.push_back(keywords(s.text));
+    texts.push_back(s.text);
+  }
+  if (options.method == FixMethod::keyword_bm25 && !texts.empty())
+    d.retrieval = data::bm25_scores(data::build_bm25_index(texts), example.question);
+  return d;
+}
+
+std::vector<double> scores_against(const Documents& documents, const std::string& point_text,
+                                   const FixOptions& options) {
   const auto words = keywords(point_text);
   std::vector<double> scores;
-  for (const auto& source : example.sources) {
+  for (std::size_t i = 0; i < documents.words.size(); ++i) {
     double shared = 0;
-    for (const auto& word : keywords(source.text)) shared += words.count(word);
+    for (const auto& word : documents.words[i]) shared += words.count(word);
+    if (!documents.retrieval.empty()) shared += options.bm25_weight * documents.retrieval[i];
     scores.push_back(shared);
   }
-  if (options.method == FixMethod::keyword_bm25 && !example.sources.empty()) {
-    std::vector<std::string> texts;
-    for (const auto& s : example.sources) texts.push_back(s.text);
-    const auto retrieval = data::bm25_scores(data::build_bm25_index(texts), example.question);
-    for (std::size_t i = 0; i < scores.size(); ++i) scores[i] += options.bm25_weight * retrieval[i];
-  }
   return scores;
+}
+
+}  // namespace
+
+std::vector<double> point_scores(const data::Example& example, const std::string& point_text,
+                                 const FixOptions& options) {
+  return scores_against(index_documents(example, options), point_text, options);
 }
 
 FixedAnswer fix_citations(const data::Example& example, const std::string& answer,
@@ -126,18 +149,19 @@ FixedAnswer fix_citations(const data::Example& example, const std::string& answe
   FixedAnswer out;
   const auto parsed = rewards::parse_citations(answer, example.sources, example.citation_style);
   const auto points = factual_points(answer, parsed);
+  const Documents documents = index_documents(example, options);
   std::vector<std::size_t> candidates;  // sources with text, by position
-  for (std::size_t i = 0; i < example.sources.size(); ++i)
-    if (!keywords(example.sources[i].text).empty()) candidates.push_back(i);
+  for (std::size_t i = 0; i < documents.words.size(); ++i)
+    if (!documents.words[i].empty()) candidates.push_back(i);
   std::size_t copied = 0;
   for (const auto& p : points) {
-    if (p.citation_count() == 0) continue;
+    if (p.citations == 0) continue;
     ++out.points;
     out.answer += answer.substr(copied, p.cite_begin - copied);
     copied = p.cite_end;
     const std::string original = answer.substr(p.cite_begin, p.cite_end - p.cite_begin);
     const auto scores =
-        point_scores(example, answer.substr(p.text_begin, p.text_end - p.text_begin), options);
+        scores_against(documents, answer.substr(p.text_begin, p.text_end - p.text_begin), options);
     double best = 0;
     for (auto i : candidates) best = std::max(best, scores[i]);
     if (candidates.empty() || best <= 0) {  // nothing to go on: leave the point as it is
@@ -152,7 +176,7 @@ FixedAnswer fix_citations(const data::Example& example, const std::string& answe
       if (scores[a] != scores[b]) return scores[a] > scores[b];
       return was_cited(a) && !was_cited(b);
     });
-    const std::size_t k = std::min<std::size_t>(std::size_t(p.citation_count()), ranked.size());
+    const std::size_t k = std::min<std::size_t>(std::size_t(p.citations), ranked.size());
     std::vector<int> keys;
     for (std::size_t i = 0; i < k; ++i) keys.push_back(example.sources[ranked[i]].key);
     std::sort(keys.begin(), keys.end());

@@ -39,7 +39,6 @@ struct FactualPoint {
   // How many documents the point cites: each [n] (a range [1-3] counts its numbers) and each
   // distinct name once, even where a data set gives several sources the same name.
   int citations = 0;
-  int citation_count() const { return citations; }
 };
 
 // The factual points of an answer in order. Text after the last citation belongs to no point.

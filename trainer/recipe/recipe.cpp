@@ -1,6 +1,5 @@
 #include "trainer/recipe/recipe.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -70,33 +69,37 @@ std::vector<data::Example> read_data(const RunContext& run, const std::string& p
   return examples;
 }
 
-// `count` examples drawn from `train` with `seed` (in file order), removed from it.
+// `count` of `examples` drawn with the run's seed on the named stream, and the rest, both in
+// file order; `count` must be below the number of examples.
+std::pair<std::vector<data::Example>, std::vector<data::Example>> seeded_split(
+    const std::vector<data::Example>& examples, int count, uint64_t seed,
+    const std::string& stream) {
+  data::Rng rng(data::derive_seed(seed, stream));
+  std::vector<bool> drawn(examples.size(), false);
+  for (auto i : data::sample_indices(rng, examples.size(), std::size_t(count))) drawn[i] = true;
+  std::pair<std::vector<data::Example>, std::vector<data::Example>> out;
+  for (std::size_t i = 0; i < examples.size(); ++i)
+    (drawn[i] ? out.first : out.second).push_back(examples[i]);
+  return out;
+}
+
+// data.holdout: `count` training examples drawn with the seed, removed from `train`.
 std::vector<data::Example> hold_out(std::vector<data::Example>& train, int count, uint64_t seed,
                                     const std::string& config_file) {
   if (std::size_t(count) >= train.size())
     throw Error(config_file + ": data.holdout: " + std::to_string(count) +
                 " examples cannot be held out of a training set of " +
                 std::to_string(train.size()) + "; some must be left to train on");
-  data::Rng rng(data::derive_seed(seed, "holdout"));
-  auto drawn = data::sample_indices(rng, train.size(), std::size_t(count));
-  std::vector<bool> held(train.size(), false);
-  for (auto i : drawn) held[i] = true;
-  std::vector<data::Example> kept, out;
-  for (std::size_t i = 0; i < train.size(); ++i) (held[i] ? out : kept).push_back(train[i]);
+  auto [held, kept] = seeded_split(train, count, seed, "holdout");
   train = std::move(kept);
-  return out;
+  return held;
 }
 
-// A random subset of `count` examples (all when there are no more), in file order.
+// A test set's sample: N: a random subset of N examples (all when there are no more).
 std::vector<data::Example> seeded_subset(const std::vector<data::Example>& examples, int count,
                                          uint64_t seed, const std::string& name) {
   if (std::size_t(count) >= examples.size()) return examples;
-  data::Rng rng(data::derive_seed(seed, "sample:" + name));
-  auto drawn = data::sample_indices(rng, examples.size(), std::size_t(count));
-  std::sort(drawn.begin(), drawn.end());
-  std::vector<data::Example> out;
-  for (auto i : drawn) out.push_back(examples[i]);
-  return out;
+  return seeded_split(examples, count, seed, "sample:" + name).first;
 }
 
 void load_data(RunContext& run) {
@@ -106,13 +109,14 @@ void load_data(RunContext& run) {
     data::write_synth(data::generate_synth(c.data.synth), run.path("data"));
   }
   run.train = read_data(run, c.data.train, c.data.train_golden);
+  const std::string holdout_file = run.path("data/holdout.jsonl");
   std::vector<data::Example> holdout;
   if (c.data.holdout > 0) {
     holdout = hold_out(run.train, c.data.holdout, c.seed, c.file);
     // Written for reading and for `score`; every rank draws the same split from the seed.
     if (is_lead(run)) {
       std::filesystem::create_directories(run.path("data"));
-      data::write_examples_jsonl(run.path("data/holdout.jsonl"), holdout);
+      data::write_examples_jsonl(holdout_file, holdout);
     }
   }
   if (c.data.synth_enabled && c.data.synth.pretrain > 0 && c.pretrain.enabled &&
@@ -121,7 +125,7 @@ void load_data(RunContext& run) {
   for (const auto& spec : c.data.test_sets) {
     const bool held = spec.path == "holdout";
     TestSet t{spec, held ? holdout : read_data(run, spec.path, spec.golden)};
-    t.spec.path = held ? run.path("data/holdout.jsonl") : resolve_data_path(run, spec.path);
+    t.spec.path = held ? holdout_file : resolve_data_path(run, spec.path);
     if (spec.sample > 0) t.examples = seeded_subset(t.examples, spec.sample, c.seed, spec.name);
     if (c.eval.max_examples > 0 && int(t.examples.size()) > c.eval.max_examples)
       t.examples.resize(c.eval.max_examples);
@@ -131,7 +135,7 @@ void load_data(RunContext& run) {
   for (const auto& t : run.test_sets)
     sizes += ", " + t.spec.name + " " + std::to_string(t.examples.size()) +
              (t.spec.sample > 0 ? " (seeded sample)" : "") +
-             (t.spec.path == run.path("data/holdout.jsonl") ? " (held out of train)" : "");
+             (t.spec.path == holdout_file ? " (held out of train)" : "");
   say("data: train " + std::to_string(run.train.size()) + sizes);
 }
 

@@ -49,8 +49,8 @@ TEST_CASE("fix-citations corrects real answers' citations and score reads them b
       const auto points_after = attribution::factual_points(corrected, after);
       REQUIRE(points_after.size() == points_before.size());
       for (std::size_t i = 0; i < points_after.size(); ++i) {
-        if (points_before[i].citation_count() == 0) continue;
-        CHECK(points_after[i].citation_count() <= points_before[i].citation_count());
+        if (points_before[i].citations == 0) continue;
+        CHECK(points_after[i].citations <= points_before[i].citations);
       }
     }
     CHECK(changed > 0);
