@@ -37,6 +37,12 @@ def ratio_cell(r, target=None):
     return cell
 
 
+def table(header, rows):
+    """Markdown lines of a table with `header` and `rows` (tuples of cells)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
 DTYPES = ("float32", "bfloat16")
 SHORT = {"float32": "fp32", "bfloat16": "bf16"}
 
@@ -138,23 +144,16 @@ def main():
                "adapters in fp32 on both sides); the last two columns compare with the Python "
                "stack in fp32, the setting the targets were first stated for.")
     out.append("")
-    out.append("| workload | citeforge | Python, same dtype | speed-up of citeforge | "
-               "Python, fp32 | speed-up vs Python fp32 |")
-    out.append("|---|---|---|---|---|---|")
-    for r in rows:
-        out.append("| %s | %s | %s | %s | %s | %s |" % r)
+    out += table(("workload", "citeforge", "Python, same dtype", "speed-up of citeforge",
+                  "Python, fp32", "speed-up vs Python fp32"), rows)
     out.append("")
     out.append("Generation next to llama.cpp (llama-cpp-python) on the GGUF's own Q4_1 weights:")
     out.append("")
-    out.append("| workload: tokens/s | citeforge | llama.cpp | ratio |")
-    out.append("|---|---|---|---|")
-    for r in llama_rows:
-        out.append("| %s | %s | %s | %s |" % r)
+    out += table(("workload: tokens/s", "citeforge", "llama.cpp", "ratio"), llama_rows)
     out.append("")
     out.append("Peak resident memory of each part's process (MiB):")
     out.append("")
-    out.append("| part | citeforge fp32 | Python fp32 | citeforge bf16 | Python bf16 |")
-    out.append("|---|---|---|---|---|")
+    rss_rows = []
 
     def rss(side, part, dtype, key):
         fragment = side[(part, dtype)].get(key, {}) if key else side[(part, dtype)]
@@ -165,11 +164,12 @@ def main():
     for label, part, key in (("SFT step (all its rows)", "sft", "sft_step"),
                              ("generation (dense and NF4; transformers)", "generate", "generate"),
                              ("PPO iteration (dense and NF4)", "ppo", "ppo_iteration")):
-        out.append("| %s | %s | %s | %s | %s |" % (
-            label, rss(cf, part, "float32", None), rss(py, part, "float32", key),
-            rss(cf, part, "bfloat16", None), rss(py, part, "bfloat16", key)))
-    out.append("| generation, llama.cpp | – | %s | – | – |" % fmt(
-        py_cpp.get("generate", {}).get("llama_cpp", {}).get("peak_rss_mib"), 4))
+        rss_rows.append((label, rss(cf, part, "float32", None), rss(py, part, "float32", key),
+                         rss(cf, part, "bfloat16", None), rss(py, part, "bfloat16", key)))
+    rss_rows.append(("generation, llama.cpp", "–", fmt(
+        py_cpp.get("generate", {}).get("llama_cpp", {}).get("peak_rss_mib"), 4), "–", "–"))
+    out += table(("part", "citeforge fp32", "Python fp32", "citeforge bf16", "Python bf16"),
+                 rss_rows)
     out.append("")
     print("\n".join(out))
 
