@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
+#include <filesystem>
+#include <map>
 
+#include "common/fault.h"
 #include "common/file_io.h"
 #include "models/generate.h"
 #include "trainer/eval/eval_archive.h"
 #include "trainer/eval/eval_record.h"
+#include "trainer/eval/partial_answers.h"
 #include "trainer/eval/results.h"
 #include "trainer/run/progress.h"
 
@@ -17,7 +20,7 @@ namespace citeforge::trainer {
 GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptFormat& format,
                                   const std::vector<data::Example>& examples,
                                   int64_t max_new_tokens, int64_t batch_size,
-                                  const std::string& label) {
+                                  const std::string& label, const std::string& partial_path) {
   GeneratedAnswers out;
   std::vector<std::vector<int64_t>> prompts;
   const int64_t room = model->config.max_positions - max_new_tokens;
@@ -34,9 +37,16 @@ GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptF
                  label.c_str(), (long long)cut, examples.size(),
                  (long long)model->config.max_positions, (long long)max_new_tokens);
   out.answers.resize(examples.size());
+  std::map<std::size_t, std::string> done;
+  if (!partial_path.empty()) done = read_partial_answers(partial_path, examples);
+  for (const auto& [index, answer] : done) out.answers[index] = answer;
+  if (!done.empty())
+    std::fprintf(stderr, "[%s] resuming: %zu of %zu answers kept from %s\n", label.c_str(),
+                 done.size(), examples.size(), partial_path.c_str());
   // Similar lengths batch together, so little compute goes into padding.
-  std::vector<std::size_t> order(examples.size());
-  std::iota(order.begin(), order.end(), 0);
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < examples.size(); ++i)
+    if (!done.count(i)) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return prompts[a].size() < prompts[b].size();
   });
@@ -47,16 +57,21 @@ GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptF
   const auto decode = [&](const std::vector<int64_t>& t) { return format.tokenizer->decode(t); };
   const bool was_training = model->is_training();
   model->eval();
-  Progress progress(label, int64_t(examples.size()));
+  Progress progress(label, int64_t(order.size()));
   for (std::size_t begin = 0; begin < order.size(); begin += std::size_t(batch_size)) {
     const std::size_t end = std::min(order.size(), begin + std::size_t(batch_size));
     std::vector<std::vector<int64_t>> batch;
     for (std::size_t i = begin; i < end; ++i) batch.push_back(prompts[order[i]]);
     auto generations = models::generate(model, batch, options, decode);
-    for (std::size_t i = begin; i < end; ++i) out.answers[order[i]] = generations[i - begin].text;
+    for (std::size_t i = begin; i < end; ++i) {
+      out.answers[order[i]] = generations[i - begin].text;
+      if (!partial_path.empty())
+        append_partial_answer(partial_path, order[i], examples[order[i]].id, out.answers[order[i]]);
+    }
     progress.update(int64_t(end), "answers");
+    maybe_kill_at("eval", int64_t(begin / std::size_t(batch_size)) + 1);
   }
-  progress.finish(std::to_string(examples.size()) + " answers");
+  progress.finish(std::to_string(order.size()) + " answers");
   if (was_training) model->train();
   return out;
 }
@@ -67,9 +82,10 @@ void evaluate_all(RunContext& run, const std::string& stage, int epoch,
     const std::string archive = eval_archive_path(run.run_dir, stage, epoch, test.spec.name);
     if (file_exists(archive)) continue;  // done before an interruption
     const std::string label = "eval " + stage + "-" + std::to_string(epoch) + " " + test.spec.name;
+    const std::string partial = partial_answers_path(archive);
     auto answers =
         generate_answers(run.model, run.format, test.examples, run.config.eval.max_new_tokens,
-                         run.config.eval.batch_size, label);
+                         run.config.eval.batch_size, label, partial);
     EvalOptions options;
     options.metrics = run.metric_options;
     options.data_path = test.spec.path;
@@ -82,6 +98,7 @@ void evaluate_all(RunContext& run, const std::string& stage, int epoch,
     record.prompts = answers.prompts;
     write_eval_archive(archive, record);
     record_result(results_path(run.run_dir), result_of(record));
+    std::filesystem::remove(partial);
     auto mean = [&](const char* name) {
       const auto* a = find_aggregate(record.aggregates, name);
       return a ? a->mean : std::nan("");

@@ -228,3 +228,27 @@ TEST_CASE("the built-model demo config runs end to end, with chance references",
   CHECK(r.output.find("| Tuning  | Epoch |                F1 | F1 chance |") != std::string::npos);
   fs::remove_all(out.parent_path());
 }
+
+TEST_CASE("run: an evaluation killed between batches resumes from its partial answers",
+          "[trainer][pipeline][resume]") {
+  auto root = testing::temp_dir("run-eval-kill");
+  const std::string extra =
+      "--set pretrain.enabled=false --set sft.epochs=1 --set eval.batch_size=3";
+  auto straight = testing::run_citeforge(run_args(root / "straight", extra));
+  INFO(straight.output);
+  REQUIRE(straight.exit_code == 0);
+  // Killed after the first batch of 3 answers of the base model's validation set.
+  auto killed =
+      testing::run_citeforge(run_args(root / "killed", extra), "CITEFORGE_KILL_AT=eval:1");
+  CHECK(killed.killed);
+  const auto partial = root / "killed/eval/base-0/validation.partial.jsonl";
+  REQUIRE(fs::exists(partial));
+  CHECK_FALSE(fs::exists(root / "killed/eval/base-0/validation.h5"));
+  auto resumed = testing::run_citeforge(run_args(root / "killed", extra));
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(resumed.output.find("resuming: 3 of 8 answers kept") != std::string::npos);
+  CHECK_FALSE(fs::exists(partial));  // removed once the archive is written
+  CHECK(read_file((root / "straight/results.json").string()) ==
+        read_file((root / "killed/results.json").string()));
+}
