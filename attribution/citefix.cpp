@@ -15,7 +15,15 @@ namespace citeforge::attribution {
 FixMethod parse_fix_method(const std::string& name) {
   if (name == "keyword") return FixMethod::keyword;
   if (name == "keyword_bm25") return FixMethod::keyword_bm25;
-  throw Error("unknown citation correction method '" + name + "' (keyword, keyword_bm25)");
+  if (name == "bertscore") return FixMethod::bertscore;
+  if (name == "attention") return FixMethod::attention;
+  if (name == "ask_model") return FixMethod::ask_model;
+  throw Error("unknown citation correction method '" + name +
+              "' (keyword, keyword_bm25, bertscore, attention, ask_model)");
+}
+
+bool needs_model(FixMethod method) {
+  return method != FixMethod::keyword && method != FixMethod::keyword_bm25;
 }
 
 const char* to_string(FixMethod method) {
@@ -24,6 +32,12 @@ const char* to_string(FixMethod method) {
       return "keyword";
     case FixMethod::keyword_bm25:
       return "keyword_bm25";
+    case FixMethod::bertscore:
+      return "bertscore";
+    case FixMethod::attention:
+      return "attention";
+    case FixMethod::ask_model:
+      return "ask_model";
   }
   return "?";
 }
@@ -144,26 +158,25 @@ std::vector<double> point_scores(const data::Example& example, const std::string
   return scores_against(index_documents(example, options), point_text, options);
 }
 
-FixedAnswer fix_citations(const data::Example& example, const std::string& answer,
-                          const FixOptions& options) {
+FixedAnswer reassign_citations(const data::Example& example, const std::string& answer,
+                               const std::vector<FactualPoint>& points,
+                               const std::vector<std::vector<double>>& scores,
+                               const std::vector<bool>& candidate) {
   FixedAnswer out;
-  const auto parsed = rewards::parse_citations(answer, example.sources, example.citation_style);
-  const auto points = factual_points(answer, parsed);
-  const Documents documents = index_documents(example, options);
-  std::vector<std::size_t> candidates;  // sources with text, by position
-  for (std::size_t i = 0; i < documents.words.size(); ++i)
-    if (!documents.words[i].empty()) candidates.push_back(i);
+  std::vector<std::size_t> candidates;  // by position
+  for (std::size_t i = 0; i < candidate.size(); ++i)
+    if (candidate[i]) candidates.push_back(i);
   std::size_t copied = 0;
-  for (const auto& p : points) {
+  for (std::size_t n = 0; n < points.size(); ++n) {
+    const auto& p = points[n];
     if (p.citations == 0) continue;
     ++out.points;
     out.answer += answer.substr(copied, p.cite_begin - copied);
     copied = p.cite_end;
     const std::string original = answer.substr(p.cite_begin, p.cite_end - p.cite_begin);
-    const auto scores =
-        scores_against(documents, answer.substr(p.text_begin, p.text_end - p.text_begin), options);
+    const auto& point_scores = scores[n];
     double best = 0;
-    for (auto i : candidates) best = std::max(best, scores[i]);
+    for (auto i : candidates) best = std::max(best, point_scores[i]);
     if (candidates.empty() || best <= 0) {  // nothing to go on: leave the point as it is
       out.answer += original;
       continue;
@@ -173,7 +186,7 @@ FixedAnswer fix_citations(const data::Example& example, const std::string& answe
       return std::binary_search(p.cited.begin(), p.cited.end(), example.sources[i].key);
     };
     std::stable_sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) {
-      if (scores[a] != scores[b]) return scores[a] > scores[b];
+      if (point_scores[a] != point_scores[b]) return point_scores[a] > point_scores[b];
       return was_cited(a) && !was_cited(b);
     });
     const std::size_t k = std::min<std::size_t>(std::size_t(p.citations), ranked.size());
@@ -189,6 +202,23 @@ FixedAnswer fix_citations(const data::Example& example, const std::string& answe
   }
   out.answer += answer.substr(copied);
   return out;
+}
+
+FixedAnswer fix_citations(const data::Example& example, const std::string& answer,
+                          const FixOptions& options) {
+  if (needs_model(options.method))
+    throw Error(std::string("fix_citations: method ") + to_string(options.method) +
+                " needs the model (attribution/model_scores.h)");
+  const auto parsed = rewards::parse_citations(answer, example.sources, example.citation_style);
+  const auto points = factual_points(answer, parsed);
+  const Documents documents = index_documents(example, options);
+  std::vector<bool> candidates;  // sources with words to match
+  for (const auto& words : documents.words) candidates.push_back(!words.empty());
+  std::vector<std::vector<double>> scores;
+  for (const auto& p : points)
+    scores.push_back(
+        scores_against(documents, answer.substr(p.text_begin, p.text_end - p.text_begin), options));
+  return reassign_citations(example, answer, points, scores, candidates);
 }
 
 }  // namespace citeforge::attribution

@@ -8,6 +8,8 @@
 //  - keyword_bm25: keyword + w * BM25(question, document), with BM25 over the prompt's own
 //    documents, mildly preferring documents that answer the question (the paper's §3.2; it
 //    leaves w out, so w is a setting).
+// The methods that read the generating model (bertscore, attention, ask_model) live in
+// attribution/model_scores.h and share the re-assignment below.
 #pragma once
 
 #include <string>
@@ -18,11 +20,13 @@
 
 namespace citeforge::attribution {
 
-enum class FixMethod { keyword, keyword_bm25 };
+enum class FixMethod { keyword, keyword_bm25, bertscore, attention, ask_model };
 
-// "keyword" or "keyword_bm25"; anything else throws an Error listing the methods.
+// A method's name; anything else throws an Error listing the methods.
 FixMethod parse_fix_method(const std::string& name);
 const char* to_string(FixMethod method);
+// bertscore, attention and ask_model need the model (attribution/model_scores.h).
+bool needs_model(FixMethod method);
 
 struct FixOptions {
   FixMethod method = FixMethod::keyword;
@@ -51,15 +55,26 @@ std::vector<double> point_scores(const data::Example& example, const std::string
 
 struct FixedAnswer {
   std::string answer;
-  int points = 0;   // factual points with at least one citation
-  int changed = 0;  // points whose cited sources changed
+  int points = 0;        // factual points with at least one citation
+  int changed = 0;       // points whose cited sources changed
+  bool skipped = false;  // the method could not read this answer; it is returned as it was
+  std::string why;       // why it was skipped
 };
+
+// The answer with each cited point's citations replaced by its best-scoring sources under
+// `scores` (a row per point of `points`, a score per source of `example`), as many as it cited,
+// among the sources marked in `candidates`. The rules of fix_citations below apply.
+FixedAnswer reassign_citations(const data::Example& example, const std::string& answer,
+                               const std::vector<FactualPoint>& points,
+                               const std::vector<std::vector<double>>& scores,
+                               const std::vector<bool>& candidates);
 
 // The answer with each point's citations replaced by its best-scoring sources, as many as it
 // cited (capped at the sources that have text). Ties keep the sources the point already cited,
 // then the lower key. A point whose text shares nothing with any document keeps its citations,
 // and so does an answer without citations or an example without sources. Citations are
 // rewritten in the example's style: [n] per source, or (Name; Name) with the sources' names.
+// Lexical methods only.
 FixedAnswer fix_citations(const data::Example& example, const std::string& answer,
                           const FixOptions& options);
 

@@ -64,16 +64,22 @@ torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k,
 // AMX, twice as much as this way, which keeps the numerics of the unfused attention before it
 // (experiments/bench/results/ppo_precision_cpu.md). PPO's ratio reads such a gap as a change of
 // policy.
+// With `mass`, the probabilities summed over heads are added to it.
 torch::Tensor exact_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v,
-                              const torch::Tensor& bias, int64_t groups) {
+                              const torch::Tensor& bias, int64_t groups,
+                              torch::Tensor* mass = nullptr) {
   if (groups > 1) {  // grouped-query attention: each kv head serves `groups` query heads
     k = k.repeat_interleave(groups, 1);
     v = v.repeat_interleave(groups, 1);
   }
   auto scores =
       torch::matmul(q, k.transpose(-2, -1)).to(torch::kFloat32) / std::sqrt(double(q.size(-1)));
-  auto probs = torch::softmax(scores + bias, -1).to(q.scalar_type());
-  return torch::matmul(probs, v);
+  auto probs = torch::softmax(scores + bias, -1);
+  if (mass) {
+    auto heads = probs.sum(1);
+    *mass = mass->defined() ? *mass + heads : heads;
+  }
+  return torch::matmul(probs.to(q.scalar_type()), v);
 }
 
 }  // namespace
@@ -111,7 +117,7 @@ AttentionImpl::AttentionImpl(const ModelConfig& c, bool allocate)
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                      const torch::Tensor& sin, const torch::Tensor& attn_bias,
-                                     KVCache* cache, int64_t layer) {
+                                     KVCache* cache, int64_t layer, torch::Tensor* attention_mass) {
   const int64_t B = x.size(0), T = x.size(1);
   auto q = q_proj(x).view({B, T, num_heads, head_dim}).transpose(1, 2);
   auto k = k_proj(x).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
@@ -127,9 +133,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     k = cache->keys[layer].narrow(2, 0, past + T);
     v = cache->values[layer].narrow(2, 0, past + T);
   }
-  torch::Tensor out = q.scalar_type() == torch::kFloat32
-                          ? fused_attention(q, k, v, attn_bias, num_heads != num_kv_heads)
-                          : exact_attention(q, k, v, attn_bias, num_heads / num_kv_heads);
+  torch::Tensor out =
+      q.scalar_type() == torch::kFloat32 && !attention_mass
+          ? fused_attention(q, k, v, attn_bias, num_heads != num_kv_heads)
+          : exact_attention(q, k, v, attn_bias, num_heads / num_kv_heads, attention_mass);
   out = out.transpose(1, 2).reshape({B, T, num_heads * head_dim});
   return o_proj(out);
 }
@@ -154,8 +161,9 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, bool allocate) {
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                         const torch::Tensor& sin, const torch::Tensor& attn_bias,
-                                        KVCache* cache, int64_t layer) {
-  auto h = x + self_attn(input_layernorm(x), cos, sin, attn_bias, cache, layer);
+                                        KVCache* cache, int64_t layer,
+                                        torch::Tensor* attention_mass) {
+  auto h = x + self_attn(input_layernorm(x), cos, sin, attn_bias, cache, layer, attention_mass);
   return h + mlp(post_attention_layernorm(h));
 }
 
@@ -174,7 +182,8 @@ LlamaForCausalLMImpl::LlamaForCausalLMImpl(const ModelConfig& c, bool allocate_b
 }
 
 torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids,
-                                                  const AttentionInputs& inputs, KVCache* cache) {
+                                                  const AttentionInputs& inputs, KVCache* cache,
+                                                  ForwardProbe* probe) {
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
   const int64_t past = cache ? cache->length : 0;
   auto [cos, sin] = rope_tables(inputs.positions, config.head_dim, config.rope_theta);
@@ -183,19 +192,30 @@ torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids
   // the exact attention of a bf16 model adds it to fp32 scores. Only the fused kernel does
   // plain causal attention without one; padding, a cache or a sliding window need one always.
   torch::Tensor bias;
+  const bool read_attention = probe && probe->attention;
   if (inputs.key_mask.defined() || past > 0 || config.sliding_window ||
-      h.scalar_type() != torch::kFloat32)
+      h.scalar_type() != torch::kFloat32 || read_attention)
     bias = attention_bias(
         attention_allowed(inputs.key_mask, B, past, T, config.sliding_window, input_ids.device()),
         torch::kFloat32);
-  const bool recompute = gradient_checkpointing && torch::GradMode::is_enabled() && !cache;
+  const bool recompute =
+      gradient_checkpointing && torch::GradMode::is_enabled() && !cache && !probe;
+  if (read_attention) probe->attention_mass = torch::Tensor();
   for (size_t i = 0; i < model->layers->size(); ++i) {
     auto* layer = model->layers[i]->as<DecoderLayerImpl>();
     if (recompute)
       h = checkpointed(
           [=](const torch::Tensor& x) { return layer->forward(x, cos, sin, bias, nullptr, 0); }, h);
     else
-      h = layer->forward(h, cos, sin, bias, cache, int64_t(i));
+      h = layer->forward(h, cos, sin, bias, cache, int64_t(i),
+                         read_attention ? &probe->attention_mass : nullptr);
+    if (probe && probe->keep_layer == int64_t(i)) {
+      probe->layer_output = h;
+      if (probe->stop_at_kept_layer) {
+        if (cache) cache->length += T;
+        return h;
+      }
+    }
   }
   if (cache) cache->length += T;
   return model->norm(h);

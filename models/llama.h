@@ -17,10 +17,23 @@ struct AttentionInputs {
   torch::Tensor key_mask;   // [B, past + T] bool: which key slots hold real tokens; undefined = all
 };
 
+// What a forward pass can keep for reading the model instead of running it (citation
+// correction from the model's own attention and hidden states, attribution/model_scores.h).
+struct ForwardProbe {
+  bool attention = false;           // sum the attention probabilities over heads and layers
+  torch::Tensor attention_mass;     // [B, T, S] fp32, filled when `attention` is set
+  int64_t keep_layer = -1;          // keep the output of this decoder block (0-based), if >= 0
+  torch::Tensor layer_output;       // [B, T, hidden]
+  bool stop_at_kept_layer = false;  // skip the blocks after it (the pass returns layer_output)
+};
+
 struct AttentionImpl : torch::nn::Module {
   AttentionImpl(const ModelConfig& config, bool allocate = true);
+  // With `attention_mass`, the attention is computed with explicit probabilities (needs the
+  // bias) and their sum over heads, [B, T, S] in fp32, is added to it.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& attn_bias, KVCache* cache, int64_t layer);
+                        const torch::Tensor& attn_bias, KVCache* cache, int64_t layer,
+                        torch::Tensor* attention_mass = nullptr);
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   int64_t num_heads, num_kv_heads, head_dim;
@@ -38,7 +51,8 @@ TORCH_MODULE(Mlp);
 struct DecoderLayerImpl : torch::nn::Module {
   DecoderLayerImpl(const ModelConfig& config, bool allocate = true);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& attn_bias, KVCache* cache, int64_t layer);
+                        const torch::Tensor& attn_bias, KVCache* cache, int64_t layer,
+                        torch::Tensor* attention_mass = nullptr);
 
   Attention self_attn{nullptr};
   Mlp mlp{nullptr};
@@ -63,9 +77,10 @@ struct LlamaForCausalLMImpl : torch::nn::Module {
   explicit LlamaForCausalLMImpl(const ModelConfig& config, bool allocate_block_linears = true);
 
   // Final hidden states [B, T, hidden] of `input_ids` [B, T]. With a cache, the new keys and
-  // values are written after cache->length and the length advances by T.
+  // values are written after cache->length and the length advances by T. A `probe` keeps what
+  // it asks for (no gradient checkpointing then).
   torch::Tensor hidden_states(const torch::Tensor& input_ids, const AttentionInputs& inputs,
-                              KVCache* cache = nullptr);
+                              KVCache* cache = nullptr, ForwardProbe* probe = nullptr);
   torch::Tensor logits(const torch::Tensor& hidden);
   // Logits of unpadded sequences [B, T] starting at position 0, no cache.
   torch::Tensor forward(const torch::Tensor& input_ids);

@@ -115,7 +115,14 @@ TEST_CASE("keyword + BM25 breaks a keyword tie toward the document that answers 
 
 TEST_CASE("an unknown correction method is an error that lists the methods",
           "[attribution][citefix]") {
-  CHECK_THROWS_WITH(attribution::parse_fix_method("bertscore"),
-                    Contains("bertscore") && Contains("keyword, keyword_bm25"));
+  CHECK_THROWS_WITH(attribution::parse_fix_method("bm42"),
+                    Contains("bm42") && Contains("keyword, keyword_bm25, bertscore, attention, "
+                                                 "ask_model"));
+  CHECK(attribution::parse_fix_method("ask_model") == FixMethod::ask_model);
+  CHECK(attribution::needs_model(FixMethod::attention));
+  CHECK_FALSE(attribution::needs_model(FixMethod::keyword_bm25));
+  // The lexical entry point refuses a model method instead of scoring without the model.
+  CHECK_THROWS_WITH(attribution::fix_citations(kThree, "Crabs [2].", {FixMethod::bertscore}),
+                    Contains("needs the model"));
   CHECK(attribution::parse_fix_method("keyword_bm25") == FixMethod::keyword_bm25);
 }

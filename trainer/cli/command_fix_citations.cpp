@@ -8,25 +8,73 @@
 #include <vector>
 
 #include "attribution/citefix.h"
+#include "attribution/model_scores.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "data/answers.h"
 #include "data/example.h"
+#include "models/checkpoint_io.h"
+#include "models/gguf_import.h"
+#include "models/linear.h"
+#include "models/peft_adapter.h"
+#include "models/tokenizer.h"
 #include "trainer/cli/answers_input.h"
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/commands.h"
+#include "trainer/run/progress.h"
+#include "trainer/run/run_checkpoint.h"
 
 namespace citeforge::trainer {
 
 namespace {
 constexpr const char* kUsage =
     "usage: citeforge fix-citations --data FILE.jsonl (--reference NAME | --answers "
-    "ANSWERS.jsonl) --out FIXED.jsonl [--method keyword|keyword_bm25] [--bm25-weight W]";
+    "ANSWERS.jsonl) --out FIXED.jsonl [--method keyword|keyword_bm25|bertscore|attention|"
+    "ask_model] [--bm25-weight W]\n"
+    "  model methods: --model DIR|FILE.gguf [--adapter DIR] --chat FORMAT --template "
+    "NAME|FILE [--templates DIR] [--ask-template FILE] [--layer N] [--dtype float32|bfloat16]";
+
+// The model, its tokenizer and the templates a model method reads the answers with.
+struct LoadedReader {
+  std::unique_ptr<models::Tokenizer> tokenizer;
+  attribution::ModelReader reader;
+};
+
+LoadedReader load_reader(const CliArgs& cli) {
+  LoadedReader out;
+  std::string model_dir = cli.require("model");
+  if (models::is_gguf_path(model_dir))
+    model_dir = models::gguf_model_dir(model_dir, [](const std::string& line) {
+      std::fprintf(stderr, "[fix-citations] %s\n", line.c_str());
+    });
+  const std::string dtype = cli.get_or("dtype", "float32");
+  if (dtype != "float32" && dtype != "bfloat16")
+    throw Error("fix-citations: --dtype must be float32 or bfloat16");
+  out.reader.model = models::load_model(
+      model_dir, dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32, torch::kCPU);
+  if (auto adapter = cli.get("adapter"))
+    models::load_peft_adapter(out.reader.model, verified_adapter_dir(*adapter));
+  out.reader.model->eval();
+  out.tokenizer = std::make_unique<models::Tokenizer>(models::find_tokenizer(model_dir));
+  out.reader.tokenizer = out.tokenizer.get();
+  out.reader.chat = models::chat_template(cli.require("chat"));
+  const std::string templates = cli.get_or("templates", "configs/templates");
+  out.reader.prompt = data::find_prompt_template(cli.require("template"), templates);
+  out.reader.ask = data::find_prompt_template(cli.get_or("ask-template", "citefix_ask"), templates);
+  if (out.reader.ask.citation_style != data::CitationStyle::numeric)
+    throw Error("fix-citations: --ask-template " + out.reader.ask.name +
+                " must be numeric: the model answers with a document's [n]");
+  out.reader.hidden_layer = cli.integer("layer", -1);
+  return out;
+}
 }  // namespace
 
 int command_fix_citations(const Args& args) {
-  CliArgs cli = parse_cli("fix-citations", args,
-                          {"data", "answers", "reference", "out", "method", "bm25-weight"}, {});
+  CliArgs cli =
+      parse_cli("fix-citations", args,
+                {"data", "answers", "reference", "out", "method", "bm25-weight", "model", "adapter",
+                 "chat", "template", "templates", "ask-template", "layer", "dtype"},
+                {});
   if (!cli.positional.empty())
     throw Error("fix-citations: unexpected argument '" + cli.positional.front() + "'; " + kUsage);
   if (cli.has("answers") == cli.has("reference"))
@@ -46,24 +94,55 @@ int command_fix_citations(const Args& args) {
 
   const auto examples = data::read_examples_jsonl(data_path);
   if (examples.empty()) fail_at(data_path, "", "no examples");
+  const bool with_model = attribution::needs_model(options.method);
+  for (const char* option :
+       {"model", "adapter", "chat", "template", "ask-template", "layer", "dtype"})
+    if (!with_model && cli.has(option))
+      throw Error(std::string("fix-citations: --") + option + " is for the model methods, not " +
+                  attribution::to_string(options.method));
   const auto answers = answers_for(examples, data_path, cli);
+  if (with_model)
+    for (const char* option : {"model", "chat", "template"})
+      if (!cli.has(option)) {
+        std::string message = "fix-citations: --method ";
+        message += attribution::to_string(options.method);
+        message +=
+            " reads the model that wrote the answers: give --model DIR|FILE.gguf, "
+            "--chat FORMAT and --template NAME|FILE (missing --";
+        message += option;
+        message += ")";
+        throw Error(message);
+      }
+  LoadedReader loaded;
+  if (with_model) loaded = load_reader(cli);
+  // The NF4 or dtype-converted base is converted once for all answers, not per forward pass.
+  const models::DequantizedWeights dequantize_once(with_model);
   std::map<std::string, std::string> fixed;
-  int points = 0, changed = 0, answers_changed = 0;
+  int points = 0, changed = 0, answers_changed = 0, skipped = 0;
+  Progress progress("fix-citations", int64_t(examples.size()));
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < examples.size(); ++i) {
-    auto result = attribution::fix_citations(examples[i], answers[i], options);
+    auto result = with_model ? attribution::fix_citations_with_model(loaded.reader, examples[i],
+                                                                     answers[i], options.method)
+                             : attribution::fix_citations(examples[i], answers[i], options);
+    if (result.skipped) {
+      ++skipped;
+      std::fprintf(stderr, "[fix-citations] %s: %s: kept as it was\n", examples[i].id.c_str(),
+                   result.why.c_str());
+    }
     points += result.points;
     changed += result.changed;
     answers_changed += result.answer != answers[i] ? 1 : 0;
     fixed[examples[i].id] = std::move(result.answer);
+    if (with_model) progress.update(int64_t(i + 1), "answers");
   }
   const double seconds = seconds_since(start);
   data::write_answers_jsonl(out_path, fixed);
   std::printf(
-      "fix-citations (%s): %zu answers, %d cited points, %d re-cited; %d answers changed; "
-      "%.3f ms per answer; wrote %s\n",
+      "fix-citations (%s): %zu answers, %d cited points, %d re-cited; %d answers changed, %d "
+      "skipped; %.3f ms per answer; wrote %s\n",
       attribution::to_string(options.method), examples.size(), points, changed, answers_changed,
-      1000.0 * seconds / double(examples.size()), out_path.c_str());
+      skipped, 1000.0 * seconds / double(examples.size()), out_path.c_str());
   return 0;
 }
 

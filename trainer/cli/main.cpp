@@ -36,7 +36,10 @@ const std::map<std::string, Command>& commands() {
        {command_fix_citations, "correct answers' citations after generation (CiteFix)",
         "citeforge fix-citations --data examples.jsonl (--reference NAME | --answers "
         "answers.jsonl)\n"
-        "    --out fixed.jsonl [--method keyword|keyword_bm25] [--bm25-weight W]"}},
+        "    --out fixed.jsonl [--method keyword|keyword_bm25|bertscore|attention|ask_model]\n"
+        "    [--bm25-weight W] [--model DIR|FILE.gguf [--adapter DIR] --chat FORMAT\n"
+        "    --template NAME|FILE [--templates DIR] [--ask-template NAME|FILE] [--layer N]\n"
+        "    [--dtype float32|bfloat16]]"}},
       {"run",
        {command_run, "run a config's whole pipeline (train, evaluate, select, tables)",
         "citeforge run CONFIG.yaml [--out RUN_DIR] [--set key.path=value ...]"}},

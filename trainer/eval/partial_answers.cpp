@@ -75,8 +75,8 @@ std::map<std::size_t, std::string> read_partial_answers(
                   " examples; delete the file to evaluate again");
     const auto id = value["id"].get<std::string>();
     if (id != examples[index].id)
-      throw Error(where + ": field \"id\": \"" + id + "\" is not example " +
-                  std::to_string(index) + " (\"" + examples[index].id +
+      throw Error(where + ": field \"id\": \"" + id + "\" is not example " + std::to_string(index) +
+                  " (\"" + examples[index].id +
                   "\"): the test set changed since; delete the file to evaluate again");
     const auto answer = value[answer_field].get<std::string>();
     answers[index] = hex ? from_hex(answer, where) : answer;

@@ -14,6 +14,28 @@
 using namespace citeforge;
 using Catch::Matchers::Contains;
 
+TEST_CASE("fix-citations reads the real model for its model methods",
+          "[cli][citefix][synsciqa][smollm2]") {
+  const auto dir = testing::temp_dir("fix-citations-model");
+  const auto data = (dir / "test.jsonl").string();
+  auto examples = data::import_synsciqa(
+      testing::dataset_path("synsciqa/SynSciQA_test.csv"),
+      testing::dataset_path("synsciqa/SynSciQA_test_with_golden_sources.csv"), nullptr);
+  examples.resize(2);
+  data::write_examples_jsonl(data, examples);
+  const auto fixed_path = (dir / "fixed.jsonl").string();
+  auto r = testing::run_citeforge(
+      "fix-citations --data " + data + " --reference gpt-35 --method bertscore --model " +
+      testing::source_path("weights/SmolLM2-135M-Instruct.Q4_1.gguf") +
+      " --chat smollm2 --template evidence_named --templates " +
+      testing::source_path("configs/templates") + " --dtype bfloat16 --out " + fixed_path);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("fix-citations (bertscore): 2 answers") && Contains("0 skipped"));
+  const auto fixed = data::read_answers_jsonl(fixed_path);
+  CHECK(fixed.size() == 2);
+}
+
 TEST_CASE("fix-citations corrects real answers' citations and score reads them back",
           "[cli][citefix][synsciqa]") {
   const auto dir = testing::temp_dir("fix-citations");
@@ -61,9 +83,18 @@ TEST_CASE("fix-citations corrects real answers' citations and score reads them b
   }
   // Bad input: one line naming the problem.
   auto bad = testing::run_citeforge("fix-citations --data " + data +
-                                    " --reference gpt-35 --method bertscore --out x.jsonl");
+                                    " --reference gpt-35 --method bm42 --out x.jsonl");
   CHECK(bad.exit_code != 0);
   CHECK_THAT(bad.output, Contains("--method") && Contains("keyword, keyword_bm25"));
+  auto no_model = testing::run_citeforge("fix-citations --data " + data +
+                                         " --reference gpt-35 --method attention --out x.jsonl");
+  CHECK(no_model.exit_code != 0);
+  CHECK_THAT(no_model.output,
+             Contains("--method attention reads the model") && Contains("--model"));
+  auto model_for_keyword = testing::run_citeforge(
+      "fix-citations --data " + data + " --reference gpt-35 --out x.jsonl --chat smollm2");
+  CHECK(model_for_keyword.exit_code != 0);
+  CHECK_THAT(model_for_keyword.output, Contains("--chat is for the model methods"));
   auto no_ref =
       testing::run_citeforge("fix-citations --data " + data + " --reference nope --out x.jsonl");
   CHECK(no_ref.exit_code != 0);

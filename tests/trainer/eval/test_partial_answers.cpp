@@ -26,7 +26,7 @@ TEST_CASE("partial answers round trip, bytes that are not UTF-8 included", "[tra
   const auto path = (testing::temp_dir("partial") / "validation.partial.jsonl").string();
   const auto examples = examples_with_ids({"a", "b", "c"});
   CHECK(read_partial_answers(path, examples).empty());  // no file yet
-  const std::string cut = "Rome [1] \xe2\x82";         // ends inside a 3-byte character
+  const std::string cut = "Rome [1] \xe2\x82";          // ends inside a 3-byte character
   append_partial_answer(path, 2, "c", cut);
   append_partial_answer(path, 0, "a", "Paris [2].");
   auto answers = read_partial_answers(path, examples);
@@ -42,7 +42,8 @@ TEST_CASE("partial answers drop a torn last line and refuse a changed test set",
   const auto dir = testing::temp_dir("partial-bad");
   const auto path = (dir / "t.partial.jsonl").string();
   const auto examples = examples_with_ids({"a", "b"});
-  write_file_atomically(path, "{\"index\": 0, \"id\": \"a\", \"answer\": \"x\"}\n{\"index\": 1, \"id");
+  write_file_atomically(path,
+                        "{\"index\": 0, \"id\": \"a\", \"answer\": \"x\"}\n{\"index\": 1, \"id");
   auto answers = read_partial_answers(path, examples);
   CHECK(answers.size() == 1);
 
