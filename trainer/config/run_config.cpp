@@ -6,6 +6,7 @@
 #include <charconv>
 #include <set>
 
+#include "attribution/citefix.h"
 #include "common/error.h"
 #include "common/file_io.h"
 #include "common/number_text.h"
@@ -63,6 +64,9 @@ struct Reader {
   void field(const std::string& key, std::vector<std::string>& v) {
     if (auto n = child(key)) v = yaml_string_list(n, place(key));
   }
+  // A list written back only when it is not empty, so that adding the key to citeforge leaves
+  // the resolved configs of existing runs as they were.
+  void optional_list(const std::string& key, std::vector<std::string>& v) { field(key, v); }
   // A nested mapping; `present` (if given) records whether the key was there.
   template <class F>
   void section(const std::string& key, F&& visit, bool* present = nullptr) {
@@ -108,6 +112,9 @@ struct Writer {
     for (const auto& s : v) seq.push_back(s);
     seq.SetStyle(YAML::EmitterStyle::Flow);
     node[key] = seq;
+  }
+  void optional_list(const std::string& key, const std::vector<std::string>& v) {
+    if (!v.empty()) field(key, v);
   }
   template <class F>
   void section(const std::string& key, F&& visit, bool* present = nullptr) {
@@ -258,6 +265,7 @@ void visit_eval(V& v, EvalSection& e) {
   v.field("batch_size", e.batch_size);
   v.field("max_examples", e.max_examples);
   v.field("bootstrap_resamples", e.bootstrap_resamples);
+  v.optional_list("corrections", e.corrections);
 }
 
 template <class V>
@@ -517,6 +525,16 @@ void validate(RunConfig& c) {
   require(c.eval.batch_size >= 1, f, "eval.batch_size", "must be >= 1");
   require(c.eval.max_examples >= 0, f, "eval.max_examples", "must be >= 0");
   require(c.eval.bootstrap_resamples >= 1, f, "eval.bootstrap_resamples", "must be >= 1");
+  for (std::size_t i = 0; i < c.eval.corrections.size(); ++i) {
+    const std::string& method = c.eval.corrections[i];
+    try {
+      attribution::parse_fix_method(method);
+    } catch (const Error& e) {
+      require(false, f, "eval.corrections[" + std::to_string(i) + "]", e.what());
+    }
+    require(std::count(c.eval.corrections.begin(), c.eval.corrections.end(), method) == 1, f,
+            "eval.corrections[" + std::to_string(i) + "]", "'" + method + "' is listed twice");
+  }
   require(one_of(c.selection.metric,
                  {"f1", "precision", "recall", "reward", "source_quality", "format_quality"}),
           f, "selection.metric",

@@ -148,6 +148,10 @@ struct EvalSection {
   int batch_size = 32;
   int max_examples = 0;  // per test set; 0 = all
   int bootstrap_resamples = 1000;
+  // Citation correction methods (attribution/citefix.h) applied to every evaluation's answers:
+  // each is scored as the test set "<name>+<method>", so the tables show every checkpoint with
+  // and without it. The model methods read the checkpoint that wrote the answers.
+  std::vector<std::string> corrections;
 };
 
 struct SelectionSection {

@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 
+#include "attribution/citefix.h"
+#include "attribution/model_scores.h"
 #include "common/fault.h"
 #include "common/file_io.h"
 #include "models/generate.h"
@@ -76,38 +79,119 @@ GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptF
   return out;
 }
 
+namespace {
+
+void print_summary(const EvalRecord& record, const std::string& stage, int epoch,
+                   const std::string& extra = "") {
+  auto mean = [&](const char* name) {
+    const auto* a = find_aggregate(record.aggregates, name);
+    return a ? a->mean : std::nan("");
+  };
+  std::fprintf(stderr,
+               "[eval] %s-%d %-12s F1 %.3f  P %.3f  R %.3f  reward %.3f  source quality %.3f  "
+               "words %.1f%s\n",
+               stage.c_str(), epoch, record.test_set.c_str(), mean("f1"), mean("precision"),
+               mean("recall"), mean("reward"), mean("source_quality"), mean("answer_length"),
+               extra.c_str());
+}
+
+// Scores `answers` of one test set as the evaluation `test_set` and records it.
+EvalRecord record_evaluation(RunContext& run, const TestSet& test, const std::string& test_set,
+                             const std::string& stage, int epoch, const std::string& checkpoint,
+                             const std::vector<std::string>& answers,
+                             const std::vector<std::string>& prompts) {
+  EvalOptions options;
+  options.metrics = run.metric_options;
+  options.data_path = test.spec.path;
+  options.bootstrap_resamples = run.config.eval.bootstrap_resamples;
+  EvalRecord record = evaluate_answers(test.examples, answers, options);
+  record.stage = stage;
+  record.epoch = epoch;
+  record.test_set = test_set;
+  record.checkpoint = checkpoint;
+  record.prompts = prompts;
+  write_eval_archive(eval_archive_path(run.run_dir, stage, epoch, test_set), record);
+  record_result(results_path(run.run_dir), result_of(record));
+  return record;
+}
+
+// The test set's answers corrected by each of eval.corrections not evaluated yet, the model
+// methods reading the model as it is now (the checkpoint that wrote the answers).
+void evaluate_corrections(RunContext& run, const TestSet& test, const std::string& stage, int epoch,
+                          const std::string& checkpoint, const std::vector<std::string>& answers,
+                          const std::vector<std::string>& prompts) {
+  std::optional<attribution::ModelReader> reader;
+  for (const auto& name : run.config.eval.corrections) {
+    const std::string test_set = test.spec.name + "+" + name;
+    if (file_exists(eval_archive_path(run.run_dir, stage, epoch, test_set))) continue;
+    const auto method = attribution::parse_fix_method(name);
+    if (attribution::needs_model(method) && !reader) {
+      reader.emplace();
+      reader->model = run.model;
+      reader->tokenizer = run.format.tokenizer;
+      reader->chat = run.format.chat;
+      reader->prompt = run.format.prompt;
+      reader->ask = data::find_prompt_template("citefix_ask", run.config.data.templates_dir);
+    }
+    const bool was_training = run.model->is_training();
+    run.model->eval();
+    std::vector<std::string> fixed;
+    int points = 0, changed = 0, skipped = 0;
+    Progress progress("correct " + stage + "-" + std::to_string(epoch) + " " + test_set,
+                      int64_t(answers.size()));
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      attribution::FixOptions options;
+      options.method = method;
+      auto result =
+          attribution::needs_model(method)
+              ? attribution::fix_citations_with_model(*reader, test.examples[i], answers[i], method)
+              : attribution::fix_citations(test.examples[i], answers[i], options);
+      points += result.points;
+      changed += result.changed;
+      skipped += result.skipped ? 1 : 0;
+      fixed.push_back(std::move(result.answer));
+      progress.update(int64_t(i + 1), "answers");
+    }
+    const double ms =
+        1000.0 * progress.elapsed_seconds() / double(std::max<std::size_t>(1, answers.size()));
+    progress.finish(std::to_string(answers.size()) + " answers");
+    if (was_training) run.model->train();
+    auto record = record_evaluation(run, test, test_set, stage, epoch, checkpoint, fixed, prompts);
+    char extra[160];
+    std::snprintf(extra, sizeof extra,
+                  "  (%d of %d points re-cited, %d answers skipped, %.0f ms per answer)", changed,
+                  points, skipped, ms);
+    print_summary(record, stage, epoch, extra);
+  }
+}
+
+}  // namespace
+
 void evaluate_all(RunContext& run, const std::string& stage, int epoch,
                   const std::string& checkpoint) {
   for (const auto& test : run.test_sets) {
     const std::string archive = eval_archive_path(run.run_dir, stage, epoch, test.spec.name);
-    if (file_exists(archive)) continue;  // done before an interruption
+    if (file_exists(archive)) {  // done before an interruption; corrections may be missing
+      bool corrected = true;
+      for (const auto& name : run.config.eval.corrections)
+        corrected = corrected && file_exists(eval_archive_path(run.run_dir, stage, epoch,
+                                                               test.spec.name + "+" + name));
+      if (!corrected) {
+        const auto done = read_eval_archive(archive);
+        evaluate_corrections(run, test, stage, epoch, checkpoint, done.generations, done.prompts);
+      }
+      continue;
+    }
     const std::string label = "eval " + stage + "-" + std::to_string(epoch) + " " + test.spec.name;
     const std::string partial = partial_answers_path(archive);
     auto answers =
         generate_answers(run.model, run.format, test.examples, run.config.eval.max_new_tokens,
                          run.config.eval.batch_size, label, partial);
-    EvalOptions options;
-    options.metrics = run.metric_options;
-    options.data_path = test.spec.path;
-    options.bootstrap_resamples = run.config.eval.bootstrap_resamples;
-    EvalRecord record = evaluate_answers(test.examples, answers.answers, options);
-    record.stage = stage;
-    record.epoch = epoch;
-    record.test_set = test.spec.name;
-    record.checkpoint = checkpoint;
-    record.prompts = answers.prompts;
-    write_eval_archive(archive, record);
-    record_result(results_path(run.run_dir), result_of(record));
+    auto record = record_evaluation(run, test, test.spec.name, stage, epoch, checkpoint,
+                                    answers.answers, answers.prompts);
     std::filesystem::remove(partial);
-    auto mean = [&](const char* name) {
-      const auto* a = find_aggregate(record.aggregates, name);
-      return a ? a->mean : std::nan("");
-    };
-    std::fprintf(stderr,
-                 "[eval] %s-%d %-12s F1 %.3f  P %.3f  R %.3f  reward %.3f  source quality %.3f  "
-                 "words %.1f\n",
-                 stage.c_str(), epoch, test.spec.name.c_str(), mean("f1"), mean("precision"),
-                 mean("recall"), mean("reward"), mean("source_quality"), mean("answer_length"));
+    print_summary(record, stage, epoch);
+    evaluate_corrections(run, test, stage, epoch, checkpoint, answers.answers, answers.prompts);
   }
 }
 

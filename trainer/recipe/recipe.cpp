@@ -1,5 +1,7 @@
 #include "trainer/recipe/recipe.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +34,17 @@ void say(const std::string& text) {
   std::fprintf(stderr, "[run] %s\n", text.c_str());
 }
 
+// Whether two resolved configs differ at most in eval.corrections, which only adds evaluations
+// of the same answers: a finished run can be given corrections and rerun.
+bool same_but_corrections(const std::string& a, const std::string& b) {
+  auto without = [](const std::string& text) {
+    YAML::Node node = YAML::Load(text);
+    if (node["eval"] && node["eval"]["corrections"]) node["eval"].remove("corrections");
+    return YAML::Dump(node);
+  };
+  return without(a) == without(b);
+}
+
 // The run directory holds the resolved config; a rerun with another config would mix two
 // experiments in one directory, so that is an error rather than a silent overwrite.
 void prepare_run_dir(const RunConfig& config, const std::string& run_dir) {
@@ -40,11 +53,13 @@ void prepare_run_dir(const RunConfig& config, const std::string& run_dir) {
   if (file_exists(path)) {
     if (config.resume == "never")
       fail_at(run_dir, "", "run directory exists and resume is 'never': choose another --out");
-    if (read_file(path) != resolved)
+    const std::string before = read_file(path);
+    if (before != resolved && !same_but_corrections(before, resolved))
       fail_at(path, "",
               "the run directory was made with a different config; use another --out (or "
               "compare the two: the resolved config of this command differs)");
     say("continuing the run in " + run_dir);
+    if (before != resolved) say("eval.corrections changed: the new ones are evaluated");
   }
   fs::create_directories(fs::path(run_dir) / "checkpoints");
   write_file_atomically(path, resolved);
@@ -351,10 +366,15 @@ void print_tables(const RunContext& run) {
   auto tabled = table_run(run.run_dir, options);
   for (const auto& warning : tabled.plots.warnings) say("plots: " + warning);
   for (const auto& t : run.test_sets) {
-    const std::string file = run.path("tables/table2_" + t.spec.name + ".md");
-    if (!file_exists(file)) continue;
-    std::printf("Table 2, %s (%s):\n%s\n", t.spec.name.c_str(),
-                t.spec.ood ? "out-of-distribution" : "in-distribution", read_file(file).c_str());
+    std::vector<std::string> names = {t.spec.name};  // then its corrected answers
+    for (const auto& method : run.config.eval.corrections)
+      names.push_back(t.spec.name + "+" + method);
+    for (const auto& name : names) {
+      const std::string file = run.path("tables/table2_" + name + ".md");
+      if (!file_exists(file)) continue;
+      std::printf("Table 2, %s (%s):\n%s\n", name.c_str(),
+                  t.spec.ood ? "out-of-distribution" : "in-distribution", read_file(file).c_str());
+    }
   }
   print_selection(run);
 }

@@ -252,3 +252,42 @@ TEST_CASE("run: an evaluation killed between batches resumes from its partial an
   CHECK(read_file((root / "straight/results.json").string()) ==
         read_file((root / "killed/results.json").string()));
 }
+
+TEST_CASE(
+    "run: eval.corrections scores every evaluation's answers corrected, as their own test "
+    "sets, and can be added to an existing run",
+    "[trainer][pipeline][citefix]") {
+  auto root = testing::temp_dir("run-corrections");
+  const std::string extra = "--set pretrain.enabled=false --set sft.epochs=1";
+  auto plain = testing::run_citeforge(run_args(root / "run", extra));
+  INFO(plain.output);
+  REQUIRE(plain.exit_code == 0);
+  const std::string with = extra + " --set 'eval.corrections=[keyword, attention]'";
+  auto corrected = testing::run_citeforge(run_args(root / "run", with));
+  INFO(corrected.output);
+  REQUIRE(corrected.exit_code == 0);
+  CHECK(corrected.output.find("eval.corrections changed") != std::string::npos);
+  // The base model is evaluated on every run, and the last checkpoint's evaluation is checked
+  // again on resuming, each with its own weights loaded: their answers get the new corrections
+  // from the archive.
+  for (const char* f : {"eval/base-0/validation+keyword.h5", "eval/base-0/test_ood+attention.h5",
+                        "eval/sft-1/validation+keyword.h5"})
+    CHECK(fs::exists(root / "run" / f));
+  CHECK(corrected.output.find("validation+attention") != std::string::npos);
+  CHECK(corrected.output.find("ms per answer") != std::string::npos);
+
+  // From the start, every evaluation is corrected; the tables name the corrected test sets.
+  auto fresh = testing::run_citeforge(run_args(root / "fresh", with));
+  INFO(fresh.output);
+  REQUIRE(fresh.exit_code == 0);
+  for (const char* f : {"eval/sft-1/validation+keyword.h5", "eval/sft-1/test_ood+attention.h5"})
+    CHECK(fs::exists(root / "fresh" / f));
+  auto results = nlohmann::json::parse(read_file((root / "fresh/results.json").string()));
+  CHECK(results.size() == 12);  // (base-0, sft-1) x (2 test sets) x (plain, keyword, attention)
+  CHECK(fresh.output.find("Table 2, test_ood+keyword") != std::string::npos);
+
+  auto unknown =
+      testing::run_citeforge(run_args(root / "bad", extra + " --set 'eval.corrections=[bm42]'"));
+  CHECK(unknown.exit_code != 0);
+  CHECK(unknown.output.find("eval.corrections[0]") != std::string::npos);
+}
