@@ -49,9 +49,9 @@ TEST_CASE("layout: trainer's rooms include each other in one direction", "[layou
   CHECK(checked > 100);
 }
 
-TEST_CASE("layout: common, models, data, rewards and attribution never include trainer",
+TEST_CASE("layout: common, models, data, rewards, attribution and retrieval never include trainer",
           "[layout]") {
-  for (const char* folder : {"common", "models", "data", "rewards", "attribution"}) {
+  for (const char* folder : {"common", "models", "data", "rewards", "attribution", "retrieval"}) {
     for (const auto& entry : fs::directory_iterator(testing::source_path(folder))) {
       if (!is_source(entry.path())) continue;
       INFO(entry.path().string());
@@ -66,8 +66,9 @@ TEST_CASE("layout: nothing in the repository points outside it", "[layout]") {
       std::string("../") + "shared", std::string("shared") + " folder",
       std::string("CITEFORGE_") + "SHARED", std::string("DESIGN") + ".md"};
   int files = 0;
-  for (const char* top : {"common", "models", "data", "rewards", "attribution", "trainer", "tests",
-                          "configs", "scripts", "experiments", "docs", "datasets", ".ci"}) {
+  for (const char* top :
+       {"common", "models", "data", "rewards", "attribution", "retrieval", "trainer", "tests",
+        "configs", "scripts", "experiments", "docs", "datasets", ".ci"}) {
     const fs::path root = testing::source_path(top);
     if (!fs::exists(root)) continue;
     for (const auto& entry : fs::recursive_directory_iterator(root)) {

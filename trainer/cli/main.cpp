@@ -40,6 +40,13 @@ const std::map<std::string, Command>& commands() {
         "    [--bm25-weight W] [--model DIR|FILE.gguf [--adapter DIR] --chat FORMAT\n"
         "    --template NAME|FILE [--templates DIR] [--ask-template NAME|FILE] [--layer N]\n"
         "    [--dtype float32|bfloat16]]"}},
+      {"evaluate-retriever",
+       {command_evaluate_retriever,
+        "judge a retriever by its passages and by the answers they lead to (LLM-retEval)",
+        "citeforge evaluate-retriever --data examples.jsonl [--k N] [--out DIR]\n"
+        "    [--model DIR|FILE.gguf [--adapter DIR] --chat FORMAT --template NAME|FILE\n"
+        "    [--templates DIR] [--limit N] [--max-new-tokens N] [--batch-size N]\n"
+        "    [--dtype float32|bfloat16]]"}},
       {"run",
        {command_run, "run a config's whole pipeline (train, evaluate, select, tables)",
         "citeforge run CONFIG.yaml [--out RUN_DIR] [--set key.path=value ...]"}},

@@ -1,0 +1,80 @@
+// The retrieval corpus, ranking scores and reciprocal rank fusion, with the bad input the
+// attributed-retrieval evaluation must survive: repeated ids, empty passages, questions without
+// a gold passage, k beyond the corpus.
+#include <catch2/catch.hpp>
+
+#include "common/error.h"
+#include "retrieval/corpus.h"
+#include "retrieval/ranking_metrics.h"
+
+using namespace citeforge;
+using namespace citeforge::retrieval;
+using Catch::Matchers::Contains;
+
+namespace {
+data::Example example(const std::string& id, const std::string& question,
+                      std::vector<std::pair<std::string, data::Label>> sources) {
+  data::Example e;
+  e.id = id;
+  e.question = question;
+  int key = 0;
+  for (auto& [text, label] : sources) e.sources.push_back({++key, "", text, label});
+  return e;
+}
+}  // namespace
+
+TEST_CASE("a data set's corpus: one passage per text, empty sources left out, gold by text",
+          "[retrieval]") {
+  const auto rel = data::Label::relevant, irr = data::Label::irrelevant;
+  const std::vector<data::Example> examples = {
+      example(
+          "a", "Why do volcanoes erupt?",
+          {{"Magma pressure makes volcanoes erupt.", rel}, {"Violins have four strings.", irr}}),
+      example("b", "How many strings has a violin?",
+              {{"Violins have four strings.", rel}, {"  ", irr}}),
+      example("c", "Who won?", {{"Crabs molt in spring.", irr}})};
+  const auto corpus = corpus_from_examples(examples);
+  REQUIRE(corpus.passages.size() == 3);
+  CHECK(corpus.passages[1].id == "a#2");
+  CHECK(corpus.duplicates_merged == 1);
+  CHECK(corpus.empty_skipped == 1);
+  CHECK(gold_passages(corpus, examples[1]) == std::vector<std::size_t>{1});
+  CHECK(gold_passages(corpus, examples[2]).empty());
+  CHECK(retrieve(corpus, "violin strings", 1) == std::vector<std::size_t>{1});
+  // k beyond the corpus: what there is, never more.
+  CHECK(retrieve(corpus, "volcanoes violins crabs", 50).size() == 3);
+  CHECK(retrieve(corpus, "nothing matches", 5).empty());
+}
+
+TEST_CASE("given passages: a repeated id is an error naming both, empty ones are left out",
+          "[retrieval]") {
+  CHECK_THROWS_WITH(
+      corpus_from_passages({{"p1", "one"}, {"p2", "two"}, {"p1", "three"}}, "c.jsonl"),
+      Contains("c.jsonl: passage 3") && Contains("'p1'") && Contains("passage 1"));
+  const auto corpus = corpus_from_passages({{"p1", "one"}, {"p2", ""}}, "c.jsonl");
+  CHECK(corpus.passages.size() == 1);
+  CHECK(corpus.empty_skipped == 1);
+}
+
+TEST_CASE("ranking scores at k; a question without gold has no recall", "[retrieval]") {
+  auto s = score_ranking({4, 2, 9}, {2, 7}, 2);
+  CHECK(s.precision == Approx(0.5));
+  CHECK(*s.recall == Approx(0.5));
+  CHECK(*s.f1 == Approx(0.5));
+  s = score_ranking({4, 2, 9}, {2, 7}, 10);  // k beyond the ranking
+  CHECK(s.precision == Approx(1.0 / 3));
+  s = score_ranking({4, 2}, {}, 2);
+  CHECK_FALSE(s.recall);
+  CHECK_FALSE(s.f1);
+  CHECK(s.precision == 0.0);
+  s = score_ranking({}, {1}, 3);  // nothing retrieved
+  CHECK(s.precision == 0.0);
+  CHECK(*s.recall == 0.0);
+}
+
+TEST_CASE("reciprocal rank fusion prefers what several rankings put high", "[retrieval]") {
+  // 5 is second and first; 1 is first once; 3 is third and second.
+  const auto fused = reciprocal_rank_fusion({{1, 5, 3}, {5, 3}});
+  CHECK(fused == std::vector<std::size_t>{5, 3, 1});
+  CHECK(reciprocal_rank_fusion({}).empty());
+}
