@@ -5,10 +5,12 @@
 // gold sources (HAGRID's scenario G) and from the retrieved passages (retrieve-then-generate),
 // and the two answers are compared by ROUGE-L and exact match: a retriever whose passages change
 // the answer little is as good as the gold passages for this model, whatever its recall says.
+// As many passages drawn at random give the chance level of that agreement.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "common/error.h"
 #include "common/file_io.h"
@@ -34,7 +36,7 @@ constexpr const char* kUsage =
     "usage: citeforge evaluate-retriever --data FILE.jsonl [--k N] [--out DIR]\n"
     "  answers too: --model DIR|FILE.gguf [--adapter DIR] --chat FORMAT --template NAME|FILE\n"
     "  [--templates DIR] [--limit N] [--max-new-tokens N] [--batch-size N] "
-    "[--dtype float32|bfloat16]";
+    "[--dtype float32|bfloat16] [--seed S]";
 
 // Whitespace-collapsed, lower-cased text: what exact match compares.
 std::string normalized(const std::string& text) {
@@ -77,7 +79,7 @@ double mean(const std::vector<double>& values) {
 int command_evaluate_retriever(const Args& args) {
   CliArgs cli = parse_cli("evaluate-retriever", args,
                           {"data", "k", "out", "model", "adapter", "chat", "template", "templates",
-                           "limit", "max-new-tokens", "batch-size", "dtype"},
+                           "limit", "max-new-tokens", "batch-size", "dtype", "seed"},
                           {});
   if (!cli.positional.empty())
     throw Error("evaluate-retriever: unexpected argument '" + cli.positional.front() + "'; " +
@@ -148,9 +150,20 @@ int command_evaluate_retriever(const Args& args) {
                                                cli.get_or("templates", "configs/templates"));
     const std::size_t limit = std::min<std::size_t>(
         examples.size(), std::size_t(cli.integer("limit", long(examples.size()))));
-    std::vector<data::Example> gold(examples.begin(), examples.begin() + limit), retrieved;
-    for (std::size_t i = 0; i < limit; ++i)
+    // The chance reference: as many passages drawn at random from the corpus (seeded), so the
+    // answers' agreement can be read against what any k passages give.
+    std::vector<data::Example> gold(examples.begin(), examples.begin() + limit), retrieved, random;
+    std::mt19937_64 rng(uint64_t(cli.integer("seed", 0)));
+    for (std::size_t i = 0; i < limit; ++i) {
       retrieved.push_back(with_passages(examples[i], corpus, rankings[i]));
+      std::vector<std::size_t> drawn;
+      std::uniform_int_distribution<std::size_t> pick(0, corpus.passages.size() - 1);
+      while (drawn.size() < std::min(rankings[i].size(), corpus.passages.size())) {
+        const auto p = pick(rng);
+        if (std::find(drawn.begin(), drawn.end(), p) == drawn.end()) drawn.push_back(p);
+      }
+      random.push_back(with_passages(examples[i], corpus, drawn));
+    }
     const models::DequantizedWeights once;
     const long new_tokens = cli.integer("max-new-tokens", 128),
                batch = cli.integer("batch-size", 8);
@@ -158,18 +171,22 @@ int command_evaluate_retriever(const Args& args) {
         generate_answers(model, format, gold, new_tokens, batch, "answers from gold sources");
     const auto from_retrieved = generate_answers(model, format, retrieved, new_tokens, batch,
                                                  "answers from retrieved passages");
-    std::vector<double> rouge, exact;
+    const auto from_random =
+        generate_answers(model, format, random, new_tokens, batch, "answers from random passages");
+    std::vector<double> rouge, exact, rouge_random;
     for (std::size_t i = 0; i < limit; ++i) {
       rouge.push_back(rewards::rouge_l(from_retrieved.answers[i], from_gold.answers[i]).f);
       exact.push_back(normalized(from_retrieved.answers[i]) == normalized(from_gold.answers[i]));
+      rouge_random.push_back(rewards::rouge_l(from_random.answers[i], from_gold.answers[i]).f);
     }
     summary["answers_compared"] = limit;
     summary["answer_rouge_l"] = mean(rouge);
     summary["answer_exact_match"] = mean(exact);
+    summary["answer_rouge_l_random_passages"] = mean(rouge_random);
     std::printf(
         "answers from retrieved vs gold passages (%zu questions): ROUGE-L F %.3f  exact "
-        "match %.3f\n",
-        limit, mean(rouge), mean(exact));
+        "match %.3f; from as many random passages: ROUGE-L F %.3f\n",
+        limit, mean(rouge), mean(exact), mean(rouge_random));
     if (auto out = cli.get("out")) {
       nlohmann::json lines = nlohmann::json::array();
       std::string text;
@@ -177,6 +194,7 @@ int command_evaluate_retriever(const Args& args) {
         text += nlohmann::json({{"id", examples[i].id},
                                 {"from_gold", from_gold.answers[i]},
                                 {"from_retrieved", from_retrieved.answers[i]},
+                                {"from_random", from_random.answers[i]},
                                 {"rouge_l", rouge[i]}})
                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
                 "\n";

@@ -41,7 +41,8 @@ TEST_CASE("evaluate-retriever scores BM25 on SynSciQA_test and compares the mode
       (dir / "answers").string());
   INFO(answers.output);
   REQUIRE(answers.exit_code == 0);
-  CHECK_THAT(answers.output, Contains("answers from retrieved vs gold passages (2 questions)"));
+  CHECK_THAT(answers.output, Contains("answers from retrieved vs gold passages (2 questions)") &&
+                                 Contains("from as many random passages"));
   CHECK(file_exists((dir / "answers/answers.jsonl").string()));
 
   auto bad = testing::run_citeforge("evaluate-retriever --data " + data + " --k 0");
