@@ -61,7 +61,11 @@ std::unordered_set<std::string> keywords(const std::string& text) {
 std::string citation_text(const data::Example& example, const std::vector<int>& keys) {
   std::string out;
   if (example.citation_style == data::CitationStyle::numeric) {
-    for (int key : keys) out += "[" + std::to_string(key) + "]";
+    for (int key : keys) {  // appended piece by piece: GCC 12 warns falsely on "[" + s + "]"
+      out += '[';
+      out += std::to_string(key);
+      out += ']';
+    }
     return out;
   }
   for (int key : keys)

@@ -225,7 +225,11 @@ std::string with_citations(const std::string& sentence, const std::vector<int>& 
     end = ".";
   }
   body += " ";
-  for (int key : keys) body += "[" + std::to_string(key) + "]";
+  for (int key : keys) {  // appended piece by piece: GCC 12 warns falsely on "[" + s + "]"
+    body += '[';
+    body += std::to_string(key);
+    body += ']';
+  }
   return body + end;
 }
 
