@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "retrieval/corpus.h"
+#include "retrieval/generate_then_retrieve.h"
 #include "retrieval/ranking_metrics.h"
 
 using namespace citeforge;
@@ -77,4 +78,34 @@ TEST_CASE("reciprocal rank fusion prefers what several rankings put high", "[ret
   const auto fused = reciprocal_rank_fusion({{1, 5, 3}, {5, 3}});
   CHECK(fused == std::vector<std::size_t>{5, 3, 1});
   CHECK(reciprocal_rank_fusion({}).empty());
+}
+
+TEST_CASE("generate-then-retrieve cites each sentence's best passage from one fused list",
+          "[retrieval]") {
+  const auto rel = data::Label::relevant, irr = data::Label::irrelevant;
+  const std::vector<data::Example> examples = {
+      example(
+          "a", "Why do volcanoes erupt?",
+          {{"Magma pressure makes volcanoes erupt.", rel}, {"Violins have four strings.", irr}}),
+      example("b", "What do crabs do?", {{"Crabs molt their shells in spring.", rel}})};
+  const auto corpus = corpus_from_examples(examples);
+  const auto g = generate_then_retrieve(
+      corpus, "Volcanoes erupt under magma pressure. Crabs molt in spring! Nothing here matches.",
+      2, 5);
+  // The passages that matched a sentence, fused; each sentence cites its own best one.
+  REQUIRE(g.passages.size() == 2);
+  CHECK(
+      g.answer ==
+      "Volcanoes erupt under magma pressure [1]. Crabs molt in spring [2]! Nothing here matches.");
+  CHECK(corpus.passages[g.passages[0]].text == "Magma pressure makes volcanoes erupt.");
+  CHECK(corpus.passages[g.passages[1]].text == "Crabs molt their shells in spring.");
+  CHECK(g.uncited_sentences == 1);
+  // As an example to score: the fused passages are its sources, gold ones labelled relevant.
+  const auto scored = with_retrieved_sources(examples[0], corpus, g.passages);
+  REQUIRE(scored.sources.size() == 2);
+  CHECK(scored.sources[0].label == rel);
+  CHECK(scored.sources[1].label == irr);
+  // An empty answer, or a corpus that matches nothing, cites nothing and never fails.
+  CHECK(generate_then_retrieve(corpus, "", 3, 5).answer.empty());
+  CHECK(generate_then_retrieve(corpus, "Quasars shine.", 3, 5).uncited_sentences == 1);
 }

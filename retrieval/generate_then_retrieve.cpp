@@ -1,0 +1,77 @@
+#include "retrieval/generate_then_retrieve.h"
+
+#include <algorithm>
+#include <set>
+
+#include "retrieval/ranking_metrics.h"
+#include "rewards/metrics.h"
+
+namespace citeforge::retrieval {
+namespace {
+
+std::string trim(const std::string& text) {
+  const auto b = text.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return text.substr(b, text.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+}  // namespace
+
+AttributedAnswer generate_then_retrieve(const Corpus& corpus, const std::string& answer,
+                                        std::size_t per_sentence, std::size_t max_sources) {
+  std::vector<std::string> sentences;
+  for (const auto& [b, e] : rewards::split_sentences(answer)) {
+    auto s = trim(answer.substr(b, e - b));
+    if (!s.empty()) sentences.push_back(std::move(s));
+  }
+  std::vector<std::vector<std::size_t>> rankings;
+  for (const auto& s : sentences) rankings.push_back(retrieve(corpus, s, per_sentence));
+  AttributedAnswer out;
+  out.passages = reciprocal_rank_fusion(rankings);
+  if (out.passages.size() > max_sources) out.passages.resize(max_sources);
+  for (std::size_t i = 0; i < sentences.size(); ++i) {
+    std::string sentence = sentences[i];
+    // The sentence's best passage among the kept ones.
+    std::size_t cite = 0;
+    for (auto p : rankings[i]) {
+      const auto at = std::find(out.passages.begin(), out.passages.end(), p);
+      if (at != out.passages.end()) {
+        cite = std::size_t(at - out.passages.begin()) + 1;
+        break;
+      }
+    }
+    if (!out.answer.empty()) out.answer += " ";
+    if (cite == 0) {
+      ++out.uncited_sentences;
+      out.answer += sentence;
+      continue;
+    }
+    // The citation goes before the sentence's final punctuation, as answers write it.
+    std::string end;
+    if (!sentence.empty() &&
+        (sentence.back() == '.' || sentence.back() == '!' || sentence.back() == '?')) {
+      end = sentence.substr(sentence.size() - 1);
+      sentence.pop_back();
+    }
+    out.answer += sentence + " [" + std::to_string(cite) + "]" + end;
+  }
+  return out;
+}
+
+data::Example with_retrieved_sources(const data::Example& example, const Corpus& corpus,
+                                     const std::vector<std::size_t>& passages) {
+  const auto gold = gold_passages(corpus, example);
+  const std::set<std::size_t> relevant(gold.begin(), gold.end());
+  data::Example out = example;
+  out.citation_style = data::CitationStyle::numeric;
+  out.sources.clear();
+  for (std::size_t i = 0; i < passages.size(); ++i) {
+    const auto& p = corpus.passages[passages[i]];
+    out.sources.push_back(
+        {int(i + 1), p.name, p.text,
+         relevant.count(passages[i]) ? data::Label::relevant : data::Label::irrelevant});
+  }
+  return out;
+}
+
+}  // namespace citeforge::retrieval
