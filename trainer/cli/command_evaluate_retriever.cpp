@@ -16,18 +16,15 @@
 #include "common/file_io.h"
 #include "data/example.h"
 #include "data/prompt_template.h"
-#include "models/checkpoint_io.h"
-#include "models/gguf_import.h"
 #include "models/linear.h"
-#include "models/peft_adapter.h"
 #include "models/tokenizer.h"
 #include "retrieval/corpus.h"
 #include "retrieval/ranking_metrics.h"
 #include "rewards/text_overlap.h"
 #include "trainer/cli/cli_args.h"
+#include "trainer/cli/cli_model.h"
 #include "trainer/cli/commands.h"
 #include "trainer/eval/evaluate.h"
-#include "trainer/run/run_checkpoint.h"
 
 namespace citeforge::trainer {
 namespace {
@@ -130,19 +127,11 @@ int command_evaluate_retriever(const Args& args) {
     for (const char* option : {"chat", "template"})
       if (!cli.has(option))
         throw Error(std::string("evaluate-retriever: --model needs --") + option + "; " + kUsage);
-    std::string model_dir = cli.require("model");
-    if (models::is_gguf_path(model_dir))
-      model_dir = models::gguf_model_dir(model_dir, [](const std::string& line) {
-        std::fprintf(stderr, "[evaluate-retriever] %s\n", line.c_str());
-      });
-    const std::string dtype = cli.get_or("dtype", "float32");
-    if (dtype != "float32" && dtype != "bfloat16")
-      throw Error("evaluate-retriever: --dtype must be float32 or bfloat16");
-    auto model = models::load_model(
-        model_dir, dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32, torch::kCPU);
-    if (auto adapter = cli.get("adapter"))
-      models::load_peft_adapter(model, verified_adapter_dir(*adapter));
-    models::Tokenizer tokenizer(models::find_tokenizer(model_dir));
+    auto loaded = load_cli_model(cli, "evaluate-retriever", [](const std::string& line) {
+      std::fprintf(stderr, "[evaluate-retriever] %s\n", line.c_str());
+    });
+    auto& model = loaded.model;
+    models::Tokenizer& tokenizer = *loaded.tokenizer;
     PromptFormat format;
     format.tokenizer = &tokenizer;
     format.chat = models::chat_template(cli.require("chat"));
@@ -188,7 +177,6 @@ int command_evaluate_retriever(const Args& args) {
         "match %.3f; from as many random passages: ROUGE-L F %.3f\n",
         limit, mean(rouge), mean(exact), mean(rouge_random));
     if (auto out = cli.get("out")) {
-      nlohmann::json lines = nlohmann::json::array();
       std::string text;
       for (std::size_t i = 0; i < limit; ++i)
         text += nlohmann::json({{"id", examples[i].id},

@@ -13,16 +13,13 @@
 #include "common/error.h"
 #include "data/answers.h"
 #include "data/example.h"
-#include "models/checkpoint_io.h"
-#include "models/gguf_import.h"
 #include "models/linear.h"
-#include "models/peft_adapter.h"
 #include "models/tokenizer.h"
 #include "trainer/cli/answers_input.h"
 #include "trainer/cli/cli_args.h"
+#include "trainer/cli/cli_model.h"
 #include "trainer/cli/commands.h"
 #include "trainer/run/progress.h"
-#include "trainer/run/run_checkpoint.h"
 
 namespace citeforge::trainer {
 
@@ -42,20 +39,11 @@ struct LoadedReader {
 
 LoadedReader load_reader(const CliArgs& cli) {
   LoadedReader out;
-  std::string model_dir = cli.require("model");
-  if (models::is_gguf_path(model_dir))
-    model_dir = models::gguf_model_dir(model_dir, [](const std::string& line) {
-      std::fprintf(stderr, "[fix-citations] %s\n", line.c_str());
-    });
-  const std::string dtype = cli.get_or("dtype", "float32");
-  if (dtype != "float32" && dtype != "bfloat16")
-    throw Error("fix-citations: --dtype must be float32 or bfloat16");
-  out.reader.model = models::load_model(
-      model_dir, dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32, torch::kCPU);
-  if (auto adapter = cli.get("adapter"))
-    models::load_peft_adapter(out.reader.model, verified_adapter_dir(*adapter));
-  out.reader.model->eval();
-  out.tokenizer = std::make_unique<models::Tokenizer>(models::find_tokenizer(model_dir));
+  auto loaded = load_cli_model(cli, "fix-citations", [](const std::string& line) {
+    std::fprintf(stderr, "[fix-citations] %s\n", line.c_str());
+  });
+  out.reader.model = loaded.model;
+  out.tokenizer = std::move(loaded.tokenizer);
   out.reader.tokenizer = out.tokenizer.get();
   out.reader.chat = models::chat_template(cli.require("chat"));
   const std::string templates = cli.get_or("templates", "configs/templates");
