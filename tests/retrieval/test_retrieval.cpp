@@ -7,6 +7,8 @@
 #include "retrieval/corpus.h"
 #include "retrieval/generate_then_retrieve.h"
 #include "retrieval/ranking_metrics.h"
+#include "retrieval/scenarios.h"
+#include "rewards/metrics.h"
 
 using namespace citeforge;
 using namespace citeforge::retrieval;
@@ -108,4 +110,54 @@ TEST_CASE("generate-then-retrieve cites each sentence's best passage from one fu
   // An empty answer, or a corpus that matches nothing, cites nothing and never fails.
   CHECK(generate_then_retrieve(corpus, "", 3, 5).answer.empty());
   CHECK(generate_then_retrieve(corpus, "Quasars shine.", 3, 5).uncited_sentences == 1);
+}
+
+TEST_CASE("HAGRID's scenarios as examples: retrieved sources labelled against the gold ones",
+          "[retrieval]") {
+  const auto rel = data::Label::relevant, irr = data::Label::irrelevant;
+  std::vector<data::Example> examples = {
+      example(
+          "a", "Why do volcanoes erupt?",
+          {{"Magma pressure makes volcanoes erupt.", rel}, {"Violins have four strings.", irr}}),
+      example("b", "What do crabs do?", {{"Crabs molt their shells in spring.", rel}}),
+      example("c", "Who wrote it?", {{"Nobody knows who wrote the violin sonatas.", irr}})};
+  examples[0].citation_style = data::CitationStyle::named;
+  examples[0].sources[0].name = "Vulcan, 2001, p. 3";
+  const auto corpus = corpus_from_examples(examples);
+
+  // RTG: the top k passages for the question, in rank order, gold ones relevant; the style and
+  // the sources' names are kept, and a passage without a name goes by its id.
+  const auto rtg = retrieve_then_generate(corpus, examples, 2);
+  REQUIRE(rtg.size() == 3);
+  REQUIRE(!rtg[0].sources.empty());
+  CHECK(rtg[0].sources[0].text == "Magma pressure makes volcanoes erupt.");
+  CHECK(rtg[0].sources[0].name == "Vulcan, 2001, p. 3");
+  CHECK(rtg[0].sources[0].label == rel);
+  CHECK(rtg[0].citation_style == data::CitationStyle::named);
+  for (const auto& s : rtg[0].sources) CHECK((s.label == rel || s.label == irr));
+  // A question without a gold passage gets passages, all irrelevant: it cannot be recalled.
+  for (const auto& s : rtg[2].sources) CHECK(s.label == irr);
+  // k beyond the corpus: what matches, never more than the corpus.
+  CHECK(retrieve_then_generate(corpus, examples, 50)[0].sources.size() <= corpus.passages.size());
+  // A citation of the first retrieved source scores as a correct one.
+  const auto m = rewards::score_answer(rtg[1], "Crabs molt in spring [1].", {});
+  CHECK(m.precision == 1.0);
+
+  // GTR: the model's own bracketed numbers are dropped before the sentences retrieve.
+  CHECK(closed_book(examples[0]).sources.empty());
+  const auto gtr = attribute_closed_book_answer(
+      corpus, examples[1], "Crabs molt their shells [4]. Volcanoes erupt from magma [1, 2].", 2);
+  // Both sentences' best passages tie in the fusion; the earlier corpus position comes first.
+  CHECK(gtr.answer == "Crabs molt their shells [2]. Volcanoes erupt from magma [1].");
+  REQUIRE(gtr.example.sources.size() == 2);
+  CHECK(gtr.example.sources[0].label == irr);  // example a's gold passage, not b's
+  CHECK(gtr.example.sources[1].label == rel);  // example b's
+  CHECK(gtr.example.citation_style == data::CitationStyle::numeric);
+  const auto scored = rewards::score_answer(gtr.example, gtr.answer, {});
+  CHECK(scored.precision == 0.5);
+  CHECK(scored.recall == 1.0);
+
+  CHECK(parse_scenario("gtr", "x") == Scenario::gtr);
+  CHECK_THROWS_WITH(parse_scenario("rag", "cfg.yaml: eval.scenarios[0]"),
+                    Contains("cfg.yaml: eval.scenarios[0]") && Contains("unknown scenario 'rag'"));
 }

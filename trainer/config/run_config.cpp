@@ -67,6 +67,11 @@ struct Reader {
   // A list written back only when it is not empty, so that adding the key to citeforge leaves
   // the resolved configs of existing runs as they were.
   void optional_list(const std::string& key, std::vector<std::string>& v) { field(key, v); }
+  // A field written back only when `written` (a setting that only matters with another one).
+  template <class T>
+  void optional_field(const std::string& key, T& v, bool /*written*/) {
+    field(key, v);
+  }
   // A nested mapping; `present` (if given) records whether the key was there.
   template <class F>
   void section(const std::string& key, F&& visit, bool* present = nullptr) {
@@ -115,6 +120,10 @@ struct Writer {
   }
   void optional_list(const std::string& key, const std::vector<std::string>& v) {
     if (!v.empty()) field(key, v);
+  }
+  template <class T>
+  void optional_field(const std::string& key, const T& v, bool written) {
+    if (written) field(key, v);
   }
   template <class F>
   void section(const std::string& key, F&& visit, bool* present = nullptr) {
@@ -266,6 +275,8 @@ void visit_eval(V& v, EvalSection& e) {
   v.field("max_examples", e.max_examples);
   v.field("bootstrap_resamples", e.bootstrap_resamples);
   v.optional_list("corrections", e.corrections);
+  v.optional_list("scenarios", e.scenarios);
+  v.optional_field("retrieval_k", e.retrieval_k, !e.scenarios.empty());
 }
 
 template <class V>
@@ -461,6 +472,10 @@ void validate(RunConfig& c) {
     const std::string key = "data.test_sets[" + std::to_string(i) + "]";
     require(!t.name.empty(), f, key + ".name", "must not be empty");
     require(names.insert(t.name).second, f, key + ".name", "duplicate test set '" + t.name + "'");
+    // '+' names a test set's corrected answers and '@' its scenarios (eval.corrections,
+    // eval.scenarios), so a name with them could collide with those.
+    require(t.name.find_first_of("+@") == std::string::npos, f, key + ".name",
+            "'" + t.name + "' must not contain '+' or '@'");
     require(t.sample >= 0, f, key + ".sample", "must be >= 0 (0 = the whole set)");
     if (t.path == "holdout") {
       require(c.data.holdout > 0, f, key + ".path",
@@ -535,6 +550,18 @@ void validate(RunConfig& c) {
     require(std::count(c.eval.corrections.begin(), c.eval.corrections.end(), method) == 1, f,
             "eval.corrections[" + std::to_string(i) + "]", "'" + method + "' is listed twice");
   }
+  for (std::size_t i = 0; i < c.eval.scenarios.size(); ++i) {
+    const std::string& scenario = c.eval.scenarios[i];
+    const std::string key = "eval.scenarios[" + std::to_string(i) + "]";
+    require(scenario == "rtg" || scenario == "gtr", f, key,
+            "unknown scenario '" + scenario +
+                "' (rtg: retrieve-then-generate, gtr: generate-then-retrieve; the given "
+                "documents are always evaluated)");
+    require(
+        std::count(c.eval.scenarios.begin(), c.eval.scenarios.begin() + long(i) + 1, scenario) == 1,
+        f, key, "'" + scenario + "' is listed twice");
+  }
+  require(c.eval.retrieval_k >= 1, f, "eval.retrieval_k", "must be >= 1");
   require(one_of(c.selection.metric,
                  {"f1", "precision", "recall", "reward", "source_quality", "format_quality"}),
           f, "selection.metric",

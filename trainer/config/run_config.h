@@ -152,6 +152,12 @@ struct EvalSection {
   // each is scored as the test set "<name>+<method>", so the tables show every checkpoint with
   // and without it. The model methods read the checkpoint that wrote the answers.
   std::vector<std::string> corrections;
+  // HAGRID's scenarios (retrieval/scenarios.h), "rtg" and/or "gtr": every test set but the
+  // selection's is evaluated again with passages retrieved by BM25 from the corpus of its whole
+  // file, as the test set "<name>@<scenario>", so the tables show how a model tuned with given
+  // documents cites when it has to live with a retriever.
+  std::vector<std::string> scenarios;
+  int retrieval_k = 3;  // passages per question (rtg) or per answer (gtr); written with scenarios
 };
 
 struct SelectionSection {

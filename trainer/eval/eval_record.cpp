@@ -29,7 +29,7 @@ bool is_plain_name(const std::string& name) {
   if (name.empty() || name[0] == '.') return false;
   for (char c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '+' &&
-        c != '-')
+        c != '-' && c != '@')
       return false;
   return true;
 }

@@ -22,7 +22,7 @@ bool is_stage(const std::string& name);
 // "Base", "SFT", "PPO", "SFT+PPO": how the papers' tables name a stage.
 std::string stage_title(const std::string& stage);
 // A test set or metric name that can be a file name and an HDF5 link name: letters, digits and
-// `_ . + -`, not starting with a dot. Used to reject names before they reach a path.
+// `_ . + - @`, not starting with a dot. Used to reject names before they reach a path.
 bool is_plain_name(const std::string& name);
 
 // A metric's aggregate under its report name (rewards::named_values order).

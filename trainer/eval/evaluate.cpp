@@ -12,6 +12,8 @@
 #include "common/fault.h"
 #include "common/file_io.h"
 #include "models/generate.h"
+#include "retrieval/scenarios.h"
+#include "rewards/metrics.h"
 #include "trainer/eval/eval_archive.h"
 #include "trainer/eval/eval_record.h"
 #include "trainer/eval/partial_answers.h"
@@ -120,6 +122,7 @@ EvalRecord record_evaluation(RunContext& run, const TestSet& test, const std::st
 void evaluate_corrections(RunContext& run, const TestSet& test, const std::string& stage, int epoch,
                           const std::string& checkpoint, const std::vector<std::string>& answers,
                           const std::vector<std::string>& prompts) {
+  if (test.scenario != retrieval::Scenario::given) return;
   std::optional<attribution::ModelReader> reader;
   for (const auto& name : run.config.eval.corrections) {
     const std::string test_set = test.spec.name + "+" + name;
@@ -165,17 +168,58 @@ void evaluate_corrections(RunContext& run, const TestSet& test, const std::strin
   }
 }
 
+// eval.scenarios' gtr: the test set's questions answered without sources, then each answer
+// cited from the corpus by retrieval and scored against the passages it was given.
+void evaluate_closed_book(RunContext& run, const TestSet& test, const std::string& stage, int epoch,
+                          const std::string& checkpoint) {
+  const std::string archive = eval_archive_path(run.run_dir, stage, epoch, test.spec.name);
+  const std::string partial = partial_answers_path(archive);
+  PromptFormat format = run.format;
+  format.prompt = *test.closed_book;
+  std::vector<data::Example> questions;
+  for (const auto& e : test.examples) questions.push_back(retrieval::closed_book(e));
+  const auto answers = generate_answers(
+      run.model, format, questions, run.config.eval.max_new_tokens, run.config.eval.batch_size,
+      "eval " + stage + "-" + std::to_string(epoch) + " " + test.spec.name, partial);
+  TestSet attributed = test;
+  std::vector<std::string> cited;
+  int uncited = 0, sentences_total = 0;
+  for (std::size_t i = 0; i < test.examples.size(); ++i) {
+    auto a =
+        retrieval::attribute_closed_book_answer(*test.corpus, test.examples[i], answers.answers[i],
+                                                std::size_t(run.config.eval.retrieval_k));
+    attributed.examples[i] = std::move(a.example);
+    cited.push_back(std::move(a.answer));
+    uncited += a.uncited_sentences;
+    sentences_total += int(rewards::split_sentences(cited.back()).size());
+  }
+  auto record = record_evaluation(run, attributed, test.spec.name, stage, epoch, checkpoint, cited,
+                                  answers.prompts);
+  std::filesystem::remove(partial);
+  char extra[96];
+  std::snprintf(extra, sizeof extra, "  (%d of %d sentences found no passage)", uncited,
+                sentences_total);
+  print_summary(record, stage, epoch, extra);
+}
+
 }  // namespace
 
 void evaluate_all(RunContext& run, const std::string& stage, int epoch,
                   const std::string& checkpoint) {
   for (const auto& test : run.test_sets) {
+    if (test.scenario == retrieval::Scenario::gtr) {
+      if (!file_exists(eval_archive_path(run.run_dir, stage, epoch, test.spec.name)))
+        evaluate_closed_book(run, test, stage, epoch, checkpoint);
+      continue;
+    }
     const std::string archive = eval_archive_path(run.run_dir, stage, epoch, test.spec.name);
     if (file_exists(archive)) {  // done before an interruption; corrections may be missing
+      // Corrections re-cite among the given documents; a scenario's sets are read as they are.
       bool corrected = true;
       for (const auto& name : run.config.eval.corrections)
-        corrected = corrected && file_exists(eval_archive_path(run.run_dir, stage, epoch,
-                                                               test.spec.name + "+" + name));
+        corrected = corrected && (test.scenario != retrieval::Scenario::given ||
+                                  file_exists(eval_archive_path(run.run_dir, stage, epoch,
+                                                                test.spec.name + "+" + name)));
       if (!corrected) {
         const auto done = read_eval_archive(archive);
         evaluate_corrections(run, test, stage, epoch, checkpoint, done.generations, done.prompts);

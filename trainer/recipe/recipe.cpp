@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -34,15 +35,40 @@ void say(const std::string& text) {
   std::fprintf(stderr, "[run] %s\n", text.c_str());
 }
 
-// Whether two resolved configs differ at most in eval.corrections, which only adds evaluations
-// of the same answers: a finished run can be given corrections and rerun.
-bool same_but_corrections(const std::string& a, const std::string& b) {
-  auto without = [](const std::string& text) {
-    YAML::Node node = YAML::Load(text);
-    if (node["eval"] && node["eval"]["corrections"]) node["eval"].remove("corrections");
-    return YAML::Dump(node);
-  };
-  return without(a) == without(b);
+// The keys in which two resolved configs differ ("sft.lr", "data.test_sets"), leaving out those
+// a finished run can take on without its results changing meaning: eval.corrections and
+// eval.scenarios only add evaluations of the same checkpoints, and threads only changes speed.
+// The retrieval depth is ignored only when one side evaluates no scenario.
+std::vector<std::string> config_differences(const std::string& before, const std::string& now) {
+  YAML::Node a = YAML::Load(before), b = YAML::Load(now);
+  const bool both_retrieve =
+      a["eval"] && a["eval"]["scenarios"] && b["eval"] && b["eval"]["scenarios"];
+  for (YAML::Node* n : {&a, &b}) {
+    n->remove("threads");
+    if (!(*n)["eval"]) continue;
+    YAML::Node eval = (*n)["eval"];
+    eval.remove("corrections");
+    eval.remove("scenarios");
+    if (!both_retrieve) eval.remove("retrieval_k");
+  }
+  std::vector<std::string> keys;
+  std::function<void(const YAML::Node&, const YAML::Node&, const std::string&)> walk =
+      [&](const YAML::Node& x, const YAML::Node& y, const std::string& prefix) {
+        if (!x.IsDefined() || !y.IsDefined()) {  // a key one side has and the other not
+          if (x.IsDefined() || y.IsDefined()) keys.push_back(prefix.substr(0, prefix.size() - 1));
+          return;
+        }
+        if (x.IsMap() && y.IsMap()) {
+          std::set<std::string> names;
+          for (const auto& kv : x) names.insert(kv.first.as<std::string>());
+          for (const auto& kv : y) names.insert(kv.first.as<std::string>());
+          for (const auto& name : names) walk(x[name], y[name], prefix + name + ".");
+          return;
+        }
+        if (YAML::Dump(x) != YAML::Dump(y)) keys.push_back(prefix.substr(0, prefix.size() - 1));
+      };
+  walk(a, b, "");
+  return keys;
 }
 
 // The run directory holds the resolved config; a rerun with another config would mix two
@@ -54,12 +80,19 @@ void prepare_run_dir(const RunConfig& config, const std::string& run_dir) {
     if (config.resume == "never")
       fail_at(run_dir, "", "run directory exists and resume is 'never': choose another --out");
     const std::string before = read_file(path);
-    if (before != resolved && !same_but_corrections(before, resolved))
+    const auto differences = config_differences(before, resolved);
+    if (!differences.empty()) {
+      std::string keys;
+      for (std::size_t i = 0; i < differences.size() && i < 6; ++i)
+        keys += (i ? ", " : "") + differences[i];
+      if (differences.size() > 6) keys += ", ...";
       fail_at(path, "",
-              "the run directory was made with a different config; use another --out (or "
-              "compare the two: the resolved config of this command differs)");
+              "the run directory was made with a different config (it differs in " + keys +
+                  "); use another --out, or the config it was made with");
+    }
     say("continuing the run in " + run_dir);
-    if (before != resolved) say("eval.corrections changed: the new ones are evaluated");
+    if (before != resolved)
+      say("eval.corrections, eval.scenarios or threads changed: new evaluations are added");
   }
   fs::create_directories(fs::path(run_dir) / "checkpoints");
   write_file_atomically(path, resolved);
@@ -137,20 +170,46 @@ void load_data(RunContext& run) {
   if (c.data.synth_enabled && c.data.synth.pretrain > 0 && c.pretrain.enabled &&
       !file_exists(run.path("base_model/model.safetensors")))
     run.pretrain_reading = data::read_examples_jsonl(run.path("data/pretrain.jsonl"));
+  std::vector<TestSet> in_scenarios;
   for (const auto& spec : c.data.test_sets) {
     const bool held = spec.path == "holdout";
-    TestSet t{spec, held ? holdout : read_data(run, spec.path, spec.golden)};
+    TestSet t;
+    t.spec = spec;
+    t.examples = held ? holdout : read_data(run, spec.path, spec.golden);
     t.spec.path = held ? holdout_file : resolve_data_path(run, spec.path);
+    // The retrieval corpus is the whole file's sources, not the sample's: a retriever faces
+    // every passage the data set has.
+    std::shared_ptr<const retrieval::Corpus> corpus;
+    if (!c.eval.scenarios.empty() && spec.name != c.selection.test_set)
+      corpus = std::make_shared<retrieval::Corpus>(retrieval::corpus_from_examples(t.examples));
     if (spec.sample > 0) t.examples = seeded_subset(t.examples, spec.sample, c.seed, spec.name);
     if (c.eval.max_examples > 0 && int(t.examples.size()) > c.eval.max_examples)
       t.examples.resize(c.eval.max_examples);
+    if (corpus)
+      for (const auto& name : c.eval.scenarios) {
+        TestSet s = t;
+        s.spec.name = spec.name + "@" + name;
+        s.scenario = retrieval::parse_scenario(name, c.file + ": eval.scenarios");
+        s.corpus = corpus;
+        if (s.scenario == retrieval::Scenario::rtg)
+          s.examples = retrieval::retrieve_then_generate(*corpus, s.examples,
+                                                         std::size_t(c.eval.retrieval_k));
+        else
+          s.closed_book = std::make_shared<data::PromptTemplate>(
+              data::find_prompt_template("closed_book", c.data.templates_dir));
+        in_scenarios.push_back(std::move(s));
+      }
     run.test_sets.push_back(std::move(t));
   }
+  for (auto& t : in_scenarios) run.test_sets.push_back(std::move(t));
   std::string sizes;
   for (const auto& t : run.test_sets)
     sizes += ", " + t.spec.name + " " + std::to_string(t.examples.size()) +
              (t.spec.sample > 0 ? " (seeded sample)" : "") +
-             (t.spec.path == holdout_file ? " (held out of train)" : "");
+             (t.spec.path == holdout_file ? " (held out of train)" : "") +
+             (t.corpus ? " (BM25 top " + std::to_string(c.eval.retrieval_k) + " of " +
+                             std::to_string(t.corpus->passages.size()) + " passages)"
+                       : "");
   say("data: train " + std::to_string(run.train.size()) + sizes);
 }
 
@@ -360,8 +419,9 @@ void print_tables(const RunContext& run) {
   TablesOptions options;
   options.metric = run.config.selection.metric;
   options.validation = run.config.selection.test_set;
-  for (const auto& t : run.test_sets)
-    if (t.spec.ood) options.out_of_distribution.push_back(t.spec.name);
+  for (const auto& t : run.test_sets)  // Table 3 correlates the given-documents scores
+    if (t.spec.ood && t.scenario == retrieval::Scenario::given)
+      options.out_of_distribution.push_back(t.spec.name);
   if (!options.out_of_distribution.empty()) options.in_distribution = run.config.selection.test_set;
   auto tabled = table_run(run.run_dir, options);
   for (const auto& warning : tabled.plots.warnings) say("plots: " + warning);
@@ -372,8 +432,12 @@ void print_tables(const RunContext& run) {
     for (const auto& name : names) {
       const std::string file = run.path("tables/table2_" + name + ".md");
       if (!file_exists(file)) continue;
-      std::printf("Table 2, %s (%s):\n%s\n", name.c_str(),
-                  t.spec.ood ? "out-of-distribution" : "in-distribution", read_file(file).c_str());
+      const char* scenario = t.scenario == retrieval::Scenario::rtg   ? ", retrieve-then-generate"
+                             : t.scenario == retrieval::Scenario::gtr ? ", generate-then-retrieve"
+                                                                      : "";
+      std::printf("Table 2, %s (%s%s):\n%s\n", name.c_str(),
+                  t.spec.ood ? "out-of-distribution" : "in-distribution", scenario,
+                  read_file(file).c_str());
     }
   }
   print_selection(run);

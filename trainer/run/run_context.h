@@ -11,6 +11,8 @@
 #include "models/llama.h"
 #include "models/lora.h"
 #include "models/tokenizer.h"
+#include "retrieval/corpus.h"
+#include "retrieval/scenarios.h"
 #include "rewards/metrics.h"
 #include "trainer/config/run_config.h"
 #include "trainer/run/prompt_format.h"
@@ -20,6 +22,11 @@ namespace citeforge::trainer {
 struct TestSet {
   TestSetSpec spec;
   std::vector<data::Example> examples;  // already cut to eval.max_examples
+  // eval.scenarios: rtg sets hold their examples with retrieved sources already; gtr sets hold
+  // them as given and are answered closed-book, then cited from `corpus`.
+  retrieval::Scenario scenario = retrieval::Scenario::given;
+  std::shared_ptr<const retrieval::Corpus> corpus;
+  std::shared_ptr<const data::PromptTemplate> closed_book;  // gtr: configs/templates/closed_book
 };
 
 struct DistRun;  // trainer/dist/dist_run.h

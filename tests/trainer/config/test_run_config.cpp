@@ -109,6 +109,18 @@ TEST_CASE("config errors name the file, line and key path", "[trainer][config][e
                     Contains("data.test_sets[1].path") && Contains("only one"));
   CHECK_THROWS_WITH(parse(kBase, {"data.test_sets=[{name: v, path: 'synth:test', sample: -1}]"}),
                     Contains("data.test_sets[0].sample"));
+  CHECK_THROWS_WITH(parse(kBase, {"data.test_sets=[{name: 'v@rtg', path: 'synth:test'}]"}),
+                    Contains("data.test_sets[0].name") && Contains("'+' or '@'"));
+  CHECK_THROWS_WITH(parse(kBase, {"eval.scenarios=[rtg, rtg]"}),
+                    Contains("eval.scenarios[1]") && Contains("listed twice"));
+  CHECK_THROWS_WITH(parse(kBase, {"eval.scenarios=[rtg]", "eval.retrieval_k=0"}),
+                    Contains("eval.retrieval_k"));
+  // The retrieval depth is written back only with scenarios, so older runs' configs stay as
+  // they were.
+  CHECK(trainer::run_config_to_yaml(parse(kBase)).find("retrieval_k") == std::string::npos);
+  CHECK(
+      trainer::run_config_to_yaml(parse(kBase, {"eval.scenarios=[gtr]"})).find("retrieval_k: 3") !=
+      std::string::npos);
   CHECK(parse(kBase, {"data.holdout=3", "data.test_sets=[{name: v, path: holdout, sample: 2}]"})
             .data.test_sets[0]
             .sample == 2);

@@ -57,7 +57,13 @@ TEST_CASE("run: SFT on a built model fills the run directory", "[trainer][pipeli
   // The same directory with another config is refused.
   auto other = testing::run_citeforge(run_args(out, "--set sft.lr=0.5"));
   CHECK(other.exit_code != 0);
-  CHECK(other.output.find("different config") != std::string::npos);
+  CHECK(other.output.find("different config (it differs in ") != std::string::npos);
+  CHECK(other.output.find("sft.lr") != std::string::npos);
+  // Threads change speed only: a run can be resumed with another number of them.
+  auto threads = testing::run_citeforge(run_args(out, reading + " --set threads=2"));
+  INFO(threads.output);
+  CHECK(threads.exit_code == 0);
+  CHECK(read_file((out / "results.json").string()) == before);
 }
 
 TEST_CASE("run: SFT killed mid-epoch resumes to bit-identical adapters",
@@ -266,7 +272,7 @@ TEST_CASE(
   auto corrected = testing::run_citeforge(run_args(root / "run", with));
   INFO(corrected.output);
   REQUIRE(corrected.exit_code == 0);
-  CHECK(corrected.output.find("eval.corrections changed") != std::string::npos);
+  CHECK(corrected.output.find("new evaluations are added") != std::string::npos);
   // The base model is evaluated on every run, and the last checkpoint's evaluation is checked
   // again on resuming, each with its own weights loaded: their answers get the new corrections
   // from the archive.
@@ -290,4 +296,41 @@ TEST_CASE(
       testing::run_citeforge(run_args(root / "bad", extra + " --set 'eval.corrections=[bm42]'"));
   CHECK(unknown.exit_code != 0);
   CHECK(unknown.output.find("eval.corrections[0]") != std::string::npos);
+}
+
+TEST_CASE(
+    "run: eval.scenarios evaluates the test sets again with retrieved passages (RTG) and "
+    "closed-book answers cited by retrieval (GTR), and can be added to an existing run",
+    "[trainer][pipeline][retrieval]") {
+  auto root = testing::temp_dir("run-scenarios");
+  const std::string extra = "--set pretrain.enabled=false --set sft.epochs=1";
+  auto plain = testing::run_citeforge(run_args(root / "run", extra));
+  INFO(plain.output);
+  REQUIRE(plain.exit_code == 0);
+  const std::string with = extra + " --set 'eval.scenarios=[rtg, gtr]' --set eval.retrieval_k=2";
+  auto added = testing::run_citeforge(run_args(root / "run", with));
+  INFO(added.output);
+  REQUIRE(added.exit_code == 0);
+  CHECK(added.output.find("new evaluations are added") != std::string::npos);
+  // The selection's test set keeps its given documents only; the others get both scenarios.
+  for (const char* f : {"eval/base-0/test_ood@rtg.h5", "eval/base-0/test_ood@gtr.h5",
+                        "eval/sft-1/test_ood@rtg.h5", "eval/sft-1/test_ood@gtr.h5"})
+    CHECK(fs::exists(root / "run" / f));
+  CHECK_FALSE(fs::exists(root / "run/eval/base-0/validation@rtg.h5"));
+  CHECK(added.output.find("test_ood@rtg 8 (BM25 top 2 of") != std::string::npos);
+  CHECK(added.output.find("sentences found no passage") != std::string::npos);
+  CHECK(added.output.find("Table 2, test_ood@gtr (out-of-distribution, generate-then-retrieve)") !=
+        std::string::npos);
+  auto results = nlohmann::json::parse(read_file((root / "run/results.json").string()));
+  CHECK(results.size() == 8);  // (base-0, sft-1) x (validation, test_ood, @rtg, @gtr)
+  // Once scenarios are there, their retrieval depth is part of the run.
+  auto deeper = testing::run_citeforge(run_args(
+      root / "run", extra + " --set 'eval.scenarios=[rtg, gtr]' --set eval.retrieval_k=3"));
+  CHECK(deeper.exit_code != 0);
+  CHECK(deeper.output.find("differs in eval.retrieval_k") != std::string::npos);
+
+  auto unknown =
+      testing::run_citeforge(run_args(root / "bad", extra + " --set 'eval.scenarios=[rag]'"));
+  CHECK(unknown.exit_code != 0);
+  CHECK(unknown.output.find("eval.scenarios[0]") != std::string::npos);
 }
