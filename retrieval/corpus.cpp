@@ -4,6 +4,8 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/file_io.h"
+#include "data/jsonl.h"
 
 namespace citeforge::retrieval {
 namespace {
@@ -55,6 +57,33 @@ Corpus corpus_from_passages(std::vector<Passage> passages, const std::string& or
     corpus.passages.push_back(std::move(passages[i]));
   }
   return indexed(std::move(corpus));
+}
+
+std::vector<Passage> read_passages_jsonl(const std::string& path) {
+  std::vector<Passage> passages;
+  const std::string content = read_file(path);
+  data::for_each_jsonl_line(path, content, [&](std::size_t line, nlohmann::json& value) {
+    const std::string where = "line " + std::to_string(line);
+    if (!value.is_object()) fail_at(path, where, "expected a JSON object");
+    auto text = [&](const char* field, bool required) -> std::string {
+      auto it = value.find(field);
+      if (it == value.end()) {
+        if (required) fail_at(path, where, std::string("field '") + field + "': missing");
+        return "";
+      }
+      if (!it->is_string())
+        fail_at(path, where,
+                std::string("field '") + field + "': expected a string, got " + it->type_name());
+      return it->get<std::string>();
+    };
+    for (const auto& [key, v] : value.items())
+      if (key != "id" && key != "text" && key != "name")
+        fail_at(path, where, "field '" + key + "': unknown field (id, text, name)");
+    Passage p{text("id", true), text("text", true), text("name", false)};
+    if (p.id.empty()) fail_at(path, where, "field 'id': empty");
+    passages.push_back(std::move(p));
+  });
+  return passages;
 }
 
 std::vector<std::size_t> gold_passages(const Corpus& corpus, const data::Example& example) {

@@ -33,6 +33,10 @@ Corpus corpus_from_examples(const std::vector<data::Example>& examples);
 // an empty passage is left out and counted.
 Corpus corpus_from_passages(std::vector<Passage> passages, const std::string& origin);
 
+// Passages from JSONL, one {"id", "text"[, "name"]} per line (evaluate-retriever's --corpus).
+// Errors name the file, the line and the field; a repeated id is an error (corpus_from_passages).
+std::vector<Passage> read_passages_jsonl(const std::string& path);
+
 // Positions in `corpus` of the example's relevant sources (label relevant), by text.
 std::vector<std::size_t> gold_passages(const Corpus& corpus, const data::Example& example);
 

@@ -1,17 +1,28 @@
 // `citeforge evaluate-retriever`: a retriever judged by its passages and by the answers they
-// lead to (LLM-retEval). BM25 over the data set's whole corpus (every source of every example)
-// retrieves the top k for each question; Recall@k, Precision@k and F1@k are taken against the
-// question's relevant sources. With --model, the model answers each question twice, from its
-// gold sources (HAGRID's scenario G) and from the retrieved passages (retrieve-then-generate),
-// and the two answers are compared by ROUGE-L and exact match: a retriever whose passages change
-// the answer little is as good as the gold passages for this model, whatever its recall says.
-// As many passages drawn at random give the chance level of that agreement.
+// lead to (LLM-retEval), and a model's answers in HAGRID's three scenarios (docs/design.md §3c).
+// BM25 over a corpus (--corpus passages, or every source of every example) retrieves the top k
+// for each question; Recall@k, Precision@k and F1@k are taken against the question's relevant
+// sources. With --model, the model answers each question
+//  - from its given sources (scenario G), from the k retrieved passages (retrieve-then-generate),
+//    without sources, cited afterwards by retrieving for each sentence (generate-then-retrieve),
+//    and from k passages drawn at random (the chance level of the retrieved ones);
+//  - each answer's citations are scored against the passages it had, labelled relevant where
+//    they are the question's gold sources, and with --reference its text is compared with the
+//    reference answer (ROUGE-L, BLEU; citations removed from both);
+//  - the answer from retrieved passages is compared with the answer from the gold sources by
+//    ROUGE-L, exact match and the model itself as judge (configs/templates/answers_agree.yaml,
+//    yes/no log-odds): a retriever whose passages change the answer little is as good as the
+//    gold passages for this model, whatever its recall says. The same comparison for the random
+//    passages is the floor, and the judge asked about two copies of one answer the ceiling.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
+#include "attribution/yes_no_judge.h"
 #include "common/error.h"
 #include "common/file_io.h"
 #include "data/example.h"
@@ -20,20 +31,25 @@
 #include "models/tokenizer.h"
 #include "retrieval/corpus.h"
 #include "retrieval/ranking_metrics.h"
+#include "retrieval/scenarios.h"
+#include "rewards/citations.h"
 #include "rewards/text_overlap.h"
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/cli_model.h"
 #include "trainer/cli/commands.h"
+#include "trainer/eval/eval_record.h"
 #include "trainer/eval/evaluate.h"
+#include "trainer/run/progress.h"
 
 namespace citeforge::trainer {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: citeforge evaluate-retriever --data FILE.jsonl [--k N] [--out DIR]\n"
+    "usage: citeforge evaluate-retriever --data FILE.jsonl [--corpus PASSAGES.jsonl] [--k N] "
+    "[--out DIR]\n"
     "  answers too: --model DIR|FILE.gguf [--adapter DIR] --chat FORMAT --template NAME|FILE\n"
-    "  [--templates DIR] [--limit N] [--max-new-tokens N] [--batch-size N] "
-    "[--dtype float32|bfloat16] [--seed S]";
+    "  [--templates DIR] [--reference NAME] [--judge-template NAME|FILE] [--limit N]\n"
+    "  [--max-new-tokens N] [--batch-size N] [--dtype float32|bfloat16] [--seed S]";
 
 // Whitespace-collapsed, lower-cased text: what exact match compares.
 std::string normalized(const std::string& text) {
@@ -51,19 +67,6 @@ std::string normalized(const std::string& text) {
   return out;
 }
 
-// The example with the retrieved passages as its sources, numbered 1..k in rank order.
-data::Example with_passages(const data::Example& example, const retrieval::Corpus& corpus,
-                            const std::vector<std::size_t>& ranked) {
-  data::Example out = example;
-  out.sources.clear();
-  for (std::size_t i = 0; i < ranked.size(); ++i) {
-    const auto& p = corpus.passages[ranked[i]];
-    out.sources.push_back(
-        {int(i + 1), p.name.empty() ? p.id : p.name, p.text, data::Label::unknown});
-  }
-  return out;
-}
-
 double mean(const std::vector<double>& values) {
   if (values.empty()) return std::nan("");
   double sum = 0;
@@ -71,13 +74,95 @@ double mean(const std::vector<double>& values) {
   return sum / double(values.size());
 }
 
+// The answer's words without its citations, for comparing texts.
+std::string without_citations(const data::Example& example, const std::string& answer) {
+  return rewards::strip_citations(
+      answer, rewards::parse_citations(answer, example.sources, example.citation_style));
+}
+
+// One scenario's answers: citation scores against the passages each answer had, and with a
+// reference answer, the text's agreement with it.
+struct ScenarioAnswers {
+  std::string name;
+  std::vector<data::Example> examples;  // as scored: the sources each answer could cite
+  std::vector<std::string> answers;
+};
+
+nlohmann::ordered_json score_scenario(const ScenarioAnswers& s,
+                                      const std::optional<std::string>& reference) {
+  const auto record = evaluate_answers(s.examples, s.answers);
+  nlohmann::ordered_json out;
+  for (const char* m :
+       {"precision", "recall", "f1", "chance_f1", "distinct_citations", "answer_length"})
+    if (const auto* a = find_aggregate(record.aggregates, m)) out[m] = aggregate_json(*a);
+  if (reference) {
+    std::vector<double> rouge;
+    std::vector<std::string> candidates;
+    std::vector<std::vector<std::string>> references;
+    for (std::size_t i = 0; i < s.examples.size(); ++i) {
+      const auto& e = s.examples[i];
+      const auto it = e.references.find(*reference);
+      if (it == e.references.end()) continue;
+      const std::string candidate = without_citations(e, s.answers[i]);
+      const std::string wanted = without_citations(e, it->second);
+      rouge.push_back(rewards::rouge_l(candidate, wanted).f);
+      candidates.push_back(candidate);
+      references.push_back({wanted});
+    }
+    out["reference"] = *reference;
+    out["with_reference"] = rouge.size();
+    out["rouge_l"] = json_number(mean(rouge));
+    out["bleu"] = json_number(candidates.empty() ? std::nan("")
+                                                 : rewards::corpus_bleu(candidates, references));
+  }
+  return out;
+}
+
+// k passages drawn at random (seeded, no repeats): the chance level of the retrieved ones.
+std::vector<std::size_t> random_passages(std::size_t count, std::size_t corpus_size,
+                                         std::mt19937_64& rng) {
+  std::vector<std::size_t> drawn;
+  std::uniform_int_distribution<std::size_t> pick(0, corpus_size - 1);
+  while (drawn.size() < std::min(count, corpus_size)) {
+    const auto p = pick(rng);
+    if (std::find(drawn.begin(), drawn.end(), p) == drawn.end()) drawn.push_back(p);
+  }
+  return drawn;
+}
+
+// LLM-retEval's comparison of answers with the answers from the gold sources.
+nlohmann::ordered_json compare_answers(const std::vector<std::string>& answers,
+                                       const std::vector<std::string>& gold_answers,
+                                       const std::vector<double>& judge_log_odds) {
+  std::vector<double> rouge, exact, agree, finite;
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    rouge.push_back(rewards::rouge_l(answers[i], gold_answers[i]).f);
+    exact.push_back(normalized(answers[i]) == normalized(gold_answers[i]));
+  }
+  for (double lo : judge_log_odds)
+    if (std::isfinite(lo)) {
+      finite.push_back(lo);
+      agree.push_back(lo > 0);
+    }
+  nlohmann::ordered_json out;
+  out["rouge_l"] = json_number(mean(rouge));
+  out["exact_match"] = json_number(mean(exact));
+  if (!judge_log_odds.empty()) {
+    out["judge_agrees"] = json_number(mean(agree));
+    out["judge_log_odds"] = json_number(mean(finite));
+    out["judge_unread"] = judge_log_odds.size() - finite.size();  // prompts too long
+  }
+  return out;
+}
+
 }  // namespace
 
 int command_evaluate_retriever(const Args& args) {
-  CliArgs cli = parse_cli("evaluate-retriever", args,
-                          {"data", "k", "out", "model", "adapter", "chat", "template", "templates",
-                           "limit", "max-new-tokens", "batch-size", "dtype", "seed"},
-                          {});
+  CliArgs cli = parse_cli(
+      "evaluate-retriever", args,
+      {"data", "corpus", "k", "out", "model", "adapter", "chat", "template", "templates",
+       "reference", "judge-template", "limit", "max-new-tokens", "batch-size", "dtype", "seed"},
+      {});
   if (!cli.positional.empty())
     throw Error("evaluate-retriever: unexpected argument '" + cli.positional.front() + "'; " +
                 kUsage);
@@ -86,21 +171,29 @@ int command_evaluate_retriever(const Args& args) {
   if (k < 1) throw Error("evaluate-retriever: --k must be >= 1");
   const auto examples = data::read_examples_jsonl(data_path);
   if (examples.empty()) fail_at(data_path, "", "no examples");
-  const auto corpus = retrieval::corpus_from_examples(examples);
-  if (corpus.passages.empty()) fail_at(data_path, "", "no source has text: the corpus is empty");
+  const auto corpus_path = cli.get("corpus");
+  const auto corpus = corpus_path ? retrieval::corpus_from_passages(
+                                        retrieval::read_passages_jsonl(*corpus_path), *corpus_path)
+                                  : retrieval::corpus_from_examples(examples);
+  const std::string corpus_origin = corpus_path ? *corpus_path : data_path;
+  if (corpus.passages.empty())
+    fail_at(corpus_origin, "", "no passage has text: the corpus is empty");
   std::printf(
-      "corpus: %zu passages from %zu examples (%d repeated sources merged, %d empty left "
-      "out); k %ld%s\n",
-      corpus.passages.size(), examples.size(), corpus.duplicates_merged, corpus.empty_skipped, k,
-      std::size_t(k) > corpus.passages.size() ? " (more than the corpus holds)" : "");
+      "corpus: %zu passages from %s (%d repeated sources merged, %d empty left out); "
+      "k %ld%s\n",
+      corpus.passages.size(), corpus_origin.c_str(), corpus.duplicates_merged, corpus.empty_skipped,
+      k, std::size_t(k) > corpus.passages.size() ? " (more than the corpus holds)" : "");
 
   std::vector<double> recall, precision, f1;
-  int without_gold = 0;
+  int without_gold = 0, gold_outside = 0;
   std::vector<std::vector<std::size_t>> rankings;
   for (const auto& e : examples) {
     rankings.push_back(retrieval::retrieve(corpus, e.question, std::size_t(k)));
-    const auto s =
-        retrieval::score_ranking(rankings.back(), retrieval::gold_passages(corpus, e), k);
+    const auto gold = retrieval::gold_passages(corpus, e);
+    int relevant = 0;
+    for (const auto& s : e.sources) relevant += s.label == data::Label::relevant;
+    gold_outside += relevant - int(gold.size());
+    const auto s = retrieval::score_ranking(rankings.back(), gold, k);
     precision.push_back(s.precision);
     if (s.recall) {
       recall.push_back(*s.recall);
@@ -111,17 +204,22 @@ int command_evaluate_retriever(const Args& args) {
   }
   nlohmann::ordered_json summary;
   summary["data"] = data_path;
+  summary["corpus"] = corpus_origin;
   summary["k"] = k;
   summary["passages"] = corpus.passages.size();
   summary["questions"] = examples.size();
   summary["questions_without_gold"] = without_gold;
-  summary["recall_at_k"] = mean(recall);
-  summary["precision_at_k"] = mean(precision);
-  summary["f1_at_k"] = mean(f1);
+  summary["gold_sources_not_in_corpus"] = gold_outside;
+  summary["recall_at_k"] = json_number(mean(recall));
+  summary["precision_at_k"] = json_number(mean(precision));
+  summary["f1_at_k"] = json_number(mean(f1));
   std::printf(
       "Recall@%ld %.3f  Precision@%ld %.3f  F1@%ld %.3f  (%zu questions; %d without a "
-      "relevant source, left out of recall and F1)\n",
+      "relevant passage in the corpus, left out of recall and F1)\n",
       k, mean(recall), k, mean(precision), k, mean(f1), examples.size(), without_gold);
+  if (gold_outside > 0)
+    std::printf("warning: %d relevant sources of the questions are not in the corpus (by text)\n",
+                gold_outside);
 
   if (cli.has("model")) {
     for (const char* option : {"chat", "template"})
@@ -131,59 +229,134 @@ int command_evaluate_retriever(const Args& args) {
       std::fprintf(stderr, "[evaluate-retriever] %s\n", line.c_str());
     });
     auto& model = loaded.model;
-    models::Tokenizer& tokenizer = *loaded.tokenizer;
+    const std::string templates = cli.get_or("templates", "configs/templates");
     PromptFormat format;
-    format.tokenizer = &tokenizer;
+    format.tokenizer = loaded.tokenizer.get();
     format.chat = models::chat_template(cli.require("chat"));
-    format.prompt = data::find_prompt_template(cli.require("template"),
-                                               cli.get_or("templates", "configs/templates"));
+    format.prompt = data::find_prompt_template(cli.require("template"), templates);
+    PromptFormat closed = format;
+    closed.prompt = data::find_prompt_template("closed_book", templates);
+    attribution::YesNoJudge judge;
+    judge.model = model;
+    judge.tokenizer = loaded.tokenizer.get();
+    judge.chat = format.chat;
+    judge.prompt =
+        data::find_prompt_template(cli.get_or("judge-template", "answers_agree"), templates);
+    std::optional<std::string> reference;
+    if (cli.has("reference")) reference = cli.require("reference");
     const std::size_t limit = std::min<std::size_t>(
         examples.size(), std::size_t(cli.integer("limit", long(examples.size()))));
-    // The chance reference: as many passages drawn at random from the corpus (seeded), so the
-    // answers' agreement can be read against what any k passages give.
-    std::vector<data::Example> gold(examples.begin(), examples.begin() + limit), retrieved, random;
+
+    ScenarioAnswers given{"given", {examples.begin(), examples.begin() + long(limit)}, {}},
+        rtg{"rtg", {}, {}}, gtr{"gtr", {}, {}}, random{"random", {}, {}};
+    std::vector<data::Example> closed_book;
     std::mt19937_64 rng(uint64_t(cli.integer("seed", 0)));
     for (std::size_t i = 0; i < limit; ++i) {
-      retrieved.push_back(with_passages(examples[i], corpus, rankings[i]));
-      std::vector<std::size_t> drawn;
-      std::uniform_int_distribution<std::size_t> pick(0, corpus.passages.size() - 1);
-      while (drawn.size() < std::min(rankings[i].size(), corpus.passages.size())) {
-        const auto p = pick(rng);
-        if (std::find(drawn.begin(), drawn.end(), p) == drawn.end()) drawn.push_back(p);
-      }
-      random.push_back(with_passages(examples[i], corpus, drawn));
+      rtg.examples.push_back(retrieval::with_ranked_passages(examples[i], corpus, rankings[i]));
+      random.examples.push_back(retrieval::with_ranked_passages(
+          examples[i], corpus, random_passages(rankings[i].size(), corpus.passages.size(), rng)));
+      closed_book.push_back(retrieval::closed_book(examples[i]));
     }
     const models::DequantizedWeights once;
     const long new_tokens = cli.integer("max-new-tokens", 128),
                batch = cli.integer("batch-size", 8);
-    const auto from_gold =
-        generate_answers(model, format, gold, new_tokens, batch, "answers from gold sources");
-    const auto from_retrieved = generate_answers(model, format, retrieved, new_tokens, batch,
-                                                 "answers from retrieved passages");
-    const auto from_random =
-        generate_answers(model, format, random, new_tokens, batch, "answers from random passages");
-    std::vector<double> rouge, exact, rouge_random;
+    given.answers = generate_answers(model, format, given.examples, new_tokens, batch,
+                                     "answers from the given sources")
+                        .answers;
+    rtg.answers = generate_answers(model, format, rtg.examples, new_tokens, batch,
+                                   "answers from retrieved passages")
+                      .answers;
+    random.answers = generate_answers(model, format, random.examples, new_tokens, batch,
+                                      "answers from random passages")
+                         .answers;
+    const auto closed_answers =
+        generate_answers(model, closed, closed_book, new_tokens, batch, "answers without sources")
+            .answers;
+    int uncited = 0;
     for (std::size_t i = 0; i < limit; ++i) {
-      rouge.push_back(rewards::rouge_l(from_retrieved.answers[i], from_gold.answers[i]).f);
-      exact.push_back(normalized(from_retrieved.answers[i]) == normalized(from_gold.answers[i]));
-      rouge_random.push_back(rewards::rouge_l(from_random.answers[i], from_gold.answers[i]).f);
+      auto a = retrieval::attribute_closed_book_answer(corpus, examples[i], closed_answers[i],
+                                                       std::size_t(k));
+      gtr.examples.push_back(std::move(a.example));
+      gtr.answers.push_back(std::move(a.answer));
+      uncited += a.uncited_sentences;
     }
-    summary["answers_compared"] = limit;
-    summary["answer_rouge_l"] = mean(rouge);
-    summary["answer_exact_match"] = mean(exact);
-    summary["answer_rouge_l_random_passages"] = mean(rouge_random);
+
+    // The judge: is each answer the same as the one from the gold sources? Its own verdict on
+    // two copies of that answer is the most agreement it can show.
+    std::vector<std::string> plain_given, plain_rtg, plain_random;
+    for (std::size_t i = 0; i < limit; ++i) {
+      plain_given.push_back(without_citations(given.examples[i], given.answers[i]));
+      plain_rtg.push_back(without_citations(rtg.examples[i], rtg.answers[i]));
+      plain_random.push_back(without_citations(random.examples[i], random.answers[i]));
+    }
+    std::vector<double> judge_same, judge_rtg, judge_random;
+    {
+      Progress progress("judge the answers", int64_t(limit));
+      auto ask = [&](const std::string& question, const std::string& a, const std::string& b) {
+        const auto lo =
+            attribution::yes_no_log_odds(judge, question, {{"Answer A", a}, {"Answer B", b}});
+        return lo ? *lo : std::nan("");
+      };
+      for (std::size_t i = 0; i < limit; ++i) {
+        const std::string& q = examples[i].question;
+        judge_same.push_back(ask(q, plain_given[i], plain_given[i]));
+        judge_rtg.push_back(ask(q, plain_given[i], plain_rtg[i]));
+        judge_random.push_back(ask(q, plain_given[i], plain_random[i]));
+        progress.update(int64_t(i + 1), "questions");
+      }
+      progress.finish(std::to_string(limit) + " questions");
+    }
+
+    nlohmann::ordered_json answers;
+    answers["questions"] = limit;
+    answers["scenarios"] = nlohmann::ordered_json::object();
+    for (const auto* s : {&given, &rtg, &gtr, &random})
+      answers["scenarios"][s->name] = score_scenario(*s, reference);
+    answers["scenarios"]["gtr"]["uncited_sentences"] = uncited;
+    answers["compared_with_given"]["same_answer"] =
+        compare_answers(plain_given, plain_given, judge_same);
+    answers["compared_with_given"]["rtg"] = compare_answers(plain_rtg, plain_given, judge_rtg);
+    answers["compared_with_given"]["random"] =
+        compare_answers(plain_random, plain_given, judge_random);
+    summary["answers"] = answers;
+
+    auto number = [](const nlohmann::ordered_json& j, const char* key) {
+      if (!j.contains(key)) return std::nan("");
+      const auto& v = j[key];
+      if (v.is_object()) return v.value("mean", std::nan(""));
+      return v.is_number() ? v.get<double>() : std::nan("");
+    };
+    std::printf("answers to %zu questions (citations scored against the passages each had):\n",
+                limit);
+    for (const auto* s : {&given, &rtg, &gtr, &random}) {
+      const auto& j = answers["scenarios"][s->name];
+      std::printf("  %-7s P %.3f  R %.3f  F1 %.3f (chance %.3f)", s->name.c_str(),
+                  number(j, "precision"), number(j, "recall"), number(j, "f1"),
+                  number(j, "chance_f1"));
+      if (reference)
+        std::printf("  vs %s: ROUGE-L %.3f  BLEU %.1f", reference->c_str(), number(j, "rouge_l"),
+                    number(j, "bleu"));
+      std::printf("\n");
+    }
     std::printf(
-        "answers from retrieved vs gold passages (%zu questions): ROUGE-L F %.3f  exact "
-        "match %.3f; from as many random passages: ROUGE-L F %.3f\n",
-        limit, mean(rouge), mean(exact), mean(rouge_random));
+        "compared with the answers from the given sources (ROUGE-L, exact match, judge "
+        "agrees):\n");
+    for (const char* c : {"same_answer", "rtg", "random"}) {
+      const auto& j = answers["compared_with_given"][c];
+      std::printf("  %-11s %.3f  %.3f  %.3f\n", c, number(j, "rouge_l"), number(j, "exact_match"),
+                  number(j, "judge_agrees"));
+    }
     if (auto out = cli.get("out")) {
       std::string text;
       for (std::size_t i = 0; i < limit; ++i)
-        text += nlohmann::json({{"id", examples[i].id},
-                                {"from_gold", from_gold.answers[i]},
-                                {"from_retrieved", from_retrieved.answers[i]},
-                                {"from_random", from_random.answers[i]},
-                                {"rouge_l", rouge[i]}})
+        text += nlohmann::ordered_json({{"id", examples[i].id},
+                                        {"given", given.answers[i]},
+                                        {"rtg", rtg.answers[i]},
+                                        {"gtr", gtr.answers[i]},
+                                        {"closed_book", closed_answers[i]},
+                                        {"random", random.answers[i]},
+                                        {"judge_log_odds_rtg", json_number(judge_rtg[i])},
+                                        {"judge_log_odds_random", json_number(judge_random[i])}})
                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
                 "\n";
       std::filesystem::create_directories(*out);

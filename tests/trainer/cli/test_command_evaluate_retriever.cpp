@@ -3,6 +3,7 @@
 // from retrieved passages compared.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/file_io.h"
 #include "data/synsciqa.h"
@@ -31,19 +32,67 @@ TEST_CASE("evaluate-retriever scores BM25 on SynSciQA_test and compares the mode
   CHECK(summary["recall_at_k"].get<double>() > 0.3);
   CHECK(summary["recall_at_k"].get<double>() < 0.95);
 
+  // The same corpus as passages in a file of its own, and the answers in the three scenarios.
+  std::string passages;
+  std::set<std::string> texts;
+  for (const auto& e : examples)
+    for (const auto& source : e.sources)
+      if (!source.text.empty() && texts.insert(source.text).second)
+        passages += nlohmann::json({{"id", e.id + "/" + std::to_string(source.key)},
+                                    {"text", source.text},
+                                    {"name", source.name}})
+                        .dump() +
+                    "\n";
+  const auto corpus = (dir / "passages.jsonl").string();
+  write_file_atomically(corpus, passages);
   examples.resize(2);
   data::write_examples_jsonl(data, examples);
   auto answers = testing::run_citeforge(
-      "evaluate-retriever --data " + data + " --k 3 --model " +
+      "evaluate-retriever --data " + data + " --corpus " + corpus + " --k 3 --model " +
       testing::source_path("weights/SmolLM2-135M-Instruct.Q4_1.gguf") +
       " --chat smollm2 --template evidence_named --templates " +
-      testing::source_path("configs/templates") + " --max-new-tokens 16 --dtype bfloat16 --out " +
+      testing::source_path("configs/templates") +
+      " --reference gpt-4 --max-new-tokens 16 --dtype bfloat16 --out " +
       (dir / "answers").string());
   INFO(answers.output);
   REQUIRE(answers.exit_code == 0);
-  CHECK_THAT(answers.output, Contains("answers from retrieved vs gold passages (2 questions)") &&
-                                 Contains("from as many random passages"));
+  CHECK_THAT(answers.output, Contains("answers to 2 questions") && Contains("  gtr ") &&
+                                 Contains("vs gpt-4: ROUGE-L") &&
+                                 Contains("compared with the answers from the given sources"));
   CHECK(file_exists((dir / "answers/answers.jsonl").string()));
+  auto with_model = nlohmann::json::parse(read_file((dir / "answers/summary.json").string()));
+  CHECK(with_model["passages"] == texts.size());
+  for (const char* scenario : {"given", "rtg", "gtr", "random"}) {
+    INFO(scenario);
+    const auto& j = with_model["answers"]["scenarios"][scenario];
+    CHECK(j["f1"]["count"] == 2);
+    CHECK(j["with_reference"] == 2);
+    CHECK(j["rouge_l"].get<double>() >= 0);
+  }
+  // Two copies of one answer agree completely by ROUGE-L and exact match; the judge is asked.
+  const auto& same = with_model["answers"]["compared_with_given"]["same_answer"];
+  CHECK(same["rouge_l"] == 1.0);
+  CHECK(same["exact_match"] == 1.0);
+  CHECK(same.contains("judge_agrees"));
+
+  // A corpus file with a repeated id, or a passage without text field, is an error naming it.
+  write_file_atomically(corpus,
+                        "{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \"a\", \"text\": \"y\"}\n");
+  auto repeated =
+      testing::run_citeforge("evaluate-retriever --data " + data + " --corpus " + corpus);
+  CHECK(repeated.exit_code != 0);
+  CHECK_THAT(repeated.output, Contains("passage 2") && Contains("'a'"));
+  write_file_atomically(corpus,
+                        "{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \"b\", \"txt\": \"y\"}\n");
+  auto misspelt =
+      testing::run_citeforge("evaluate-retriever --data " + data + " --corpus " + corpus);
+  CHECK(misspelt.exit_code != 0);
+  CHECK_THAT(misspelt.output, Contains("line 2") && Contains("'txt'"));
+  // Only empty passages: nothing to retrieve from.
+  write_file_atomically(corpus, "{\"id\": \"a\", \"text\": \"  \"}\n");
+  auto empty = testing::run_citeforge("evaluate-retriever --data " + data + " --corpus " + corpus);
+  CHECK(empty.exit_code != 0);
+  CHECK_THAT(empty.output, Contains("the corpus is empty"));
 
   auto bad = testing::run_citeforge("evaluate-retriever --data " + data + " --k 0");
   CHECK(bad.exit_code != 0);
