@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # LLM-retEval's two sides on the shipped data: BM25 over each data set's whole corpus judged by
-# Recall/Precision/F1@k against the relevant sources, and, with SmolLM2-135M-Instruct, the
-# answers from the retrieved passages compared with the answers from the gold sources.
+# Recall/Precision/F1@k against the relevant sources, and, with SmolLM2-135M-Instruct, answers in
+# HAGRID's scenarios (given sources, retrieve-then-generate, generate-then-retrieve, and random
+# passages as the chance level) scored for citations and against a reference answer, and
+# compared with the answers from the given sources by ROUGE-L, exact match and the model as judge.
 # Writes experiments/retrieval/results/ and prints the tables of experiments/retrieval.md.
 #
-#   experiments/retrieval/run.sh [N]     # N questions for the answer comparison (default 20)
+#   experiments/retrieval/run.sh [N]     # N questions per data set for the answers (default 20)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 N=${1:-20}
@@ -26,10 +28,16 @@ for set in synsciqa_test gensearch_test synth_test synth_test_ood; do
     "$BIN" evaluate-retriever --data "$TMP/$set.jsonl" --k "$k" --out "$OUT/$set-k$k" >/dev/null
   done
 done
-head -n "$N" "$TMP/synsciqa_test.jsonl" >"$TMP/answers.jsonl"
-"$BIN" evaluate-retriever --data "$TMP/answers.jsonl" --k 3 \
-  --model weights/SmolLM2-135M-Instruct.Q4_1.gguf --chat smollm2 --template evidence_named \
-  --dtype bfloat16 --max-new-tokens 128 --out "$OUT/answers-synsciqa_test-k3" 2>/dev/null
+# The answers: the first N questions of each set, BM25 over the set's whole corpus.
+answers() {  # set template reference
+  [ -f "$OUT/answers-$1-k3/summary.json" ] && return
+  "$BIN" evaluate-retriever --data "$TMP/$1.jsonl" --k 3 --limit "$N" \
+    --model weights/SmolLM2-135M-Instruct.Q4_1.gguf --chat smollm2 --template "$2" \
+    --reference "$3" --dtype bfloat16 --max-new-tokens 128 --out "$OUT/answers-$1-k3" 2>/dev/null
+}
+answers synsciqa_test evidence_named gpt-4
+answers gensearch_test evidence_named gpt-4
+answers synth_test rage_numeric gold
 python3 - "$OUT" <<'PY'
 import json, sys
 from pathlib import Path
@@ -41,9 +49,22 @@ for s in ["synsciqa_test", "gensearch_test", "synth_test", "synth_test_ood"]:
         j = json.loads((out / f"{s}-k{k}" / "summary.json").read_text())
         print(f"| {s} | {j['passages']} | {j['questions']} ({j['questions_without_gold']}) | {k} | "
               f"{j['recall_at_k']:.3f} | {j['precision_at_k']:.3f} | {j['f1_at_k']:.3f} |")
-j = json.loads((out / "answers-synsciqa_test-k3" / "summary.json").read_text())
-print(f"\nAnswers from the top 3 BM25 passages vs from the gold sources, first "
-      f"{j['answers_compared']} SynSciQA_test questions: ROUGE-L F {j['answer_rouge_l']:.3f}, "
-      f"exact match {j['answer_exact_match']:.3f}; from 3 random passages ROUGE-L F "
-      f"{j['answer_rouge_l_random_passages']:.3f}; Recall@3 on these {j['recall_at_k']:.3f}.")
+def m(j, key):
+    v = j.get(key)
+    if isinstance(v, dict): v = v.get("mean")
+    return "-" if v is None else f"{v:.3f}" if key != "bleu" else f"{v:.1f}"
+print("\n| data set | scenario | P | R | F1 | chance F1 | citations | words | ROUGE-L vs ref. | BLEU vs ref. |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for s in ["synsciqa_test", "gensearch_test", "synth_test"]:
+    j = json.loads((out / f"answers-{s}-k3" / "summary.json").read_text())["answers"]
+    for name, sc in j["scenarios"].items():
+        print(f"| {s} ({j['questions']}) | {name} | {m(sc,'precision')} | {m(sc,'recall')} | {m(sc,'f1')} | "
+              f"{m(sc,'chance_f1')} | {m(sc,'distinct_citations')} | {m(sc,'answer_length')} | "
+              f"{m(sc,'rouge_l')} | {m(sc,'bleu')} |")
+print("\n| data set | answers compared with the given-sources answers | ROUGE-L | exact match | judge agrees | judge log-odds |")
+print("|---|---|---|---|---|---|")
+for s in ["synsciqa_test", "gensearch_test", "synth_test"]:
+    j = json.loads((out / f"answers-{s}-k3" / "summary.json").read_text())["answers"]
+    for name, c in j["compared_with_given"].items():
+        print(f"| {s} | {name} | {m(c,'rouge_l')} | {m(c,'exact_match')} | {m(c,'judge_agrees')} | {m(c,'judge_log_odds')} |")
 PY

@@ -13,6 +13,7 @@ int command_generate(const Args& args);
 int command_score(const Args& args);
 int command_fix_citations(const Args& args);
 int command_evaluate_retriever(const Args& args);
+int command_judge_attributability(const Args& args);
 int command_data(const Args& args);
 int command_run(const Args& args);
 int command_export(const Args& args);

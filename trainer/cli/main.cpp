@@ -43,10 +43,19 @@ const std::map<std::string, Command>& commands() {
       {"evaluate-retriever",
        {command_evaluate_retriever,
         "judge a retriever by its passages and by the answers they lead to (LLM-retEval)",
-        "citeforge evaluate-retriever --data examples.jsonl [--k N] [--out DIR]\n"
-        "    [--model DIR|FILE.gguf [--adapter DIR] --chat FORMAT --template NAME|FILE\n"
-        "    [--templates DIR] [--limit N] [--max-new-tokens N] [--batch-size N]\n"
-        "    [--dtype float32|bfloat16]]"}},
+        "citeforge evaluate-retriever --data examples.jsonl [--corpus passages.jsonl] [--k N]\n"
+        "    [--out DIR] [--model DIR|FILE.gguf [--adapter DIR] --chat FORMAT\n"
+        "    --template NAME|FILE [--templates DIR] [--reference NAME]\n"
+        "    [--judge-template NAME|FILE] [--limit N] [--max-new-tokens N] [--batch-size N]\n"
+        "    [--dtype float32|bfloat16] [--seed S]]"}},
+      {"judge-attributability",
+       {command_judge_attributability,
+        "the share of answer sentences their cited sources support, a model judging",
+        "citeforge judge-attributability --data examples.jsonl (--reference NAME | --answers "
+        "answers.jsonl)\n"
+        "    --model DIR|FILE.gguf [--adapter DIR] --chat FORMAT [--judge-template NAME|FILE]\n"
+        "    (--threshold T | --calibrate labelled.jsonl --calibrate-reference NAME)\n"
+        "    [--limit N] [--out DIR] [--dtype float32|bfloat16] [--seed S]"}},
       {"run",
        {command_run, "run a config's whole pipeline (train, evaluate, select, tables)",
         "citeforge run CONFIG.yaml [--out RUN_DIR] [--set key.path=value ...]"}},

@@ -1,0 +1,71 @@
+#include "attribution/attributability.h"
+
+#include <algorithm>
+
+#include "rewards/citations.h"
+#include "rewards/metrics.h"
+
+namespace citeforge::attribution {
+
+std::vector<CitedSentence> cited_sentences(const data::Example& example,
+                                           const std::string& answer) {
+  std::vector<CitedSentence> out;
+  const auto parsed = rewards::parse_citations(answer, example.sources, example.citation_style);
+  if (parsed.groups.empty()) return out;
+  for (const auto& [b, e] : rewards::split_sentences(answer)) {
+    rewards::ParsedCitations own;  // the sentence's groups, offsets within the sentence
+    CitedSentence sentence;
+    sentence.formatted = true;
+    for (const auto& g : parsed.groups) {
+      if (g.begin < b || g.begin >= e) continue;
+      rewards::CitationGroup shifted = g;
+      shifted.begin -= b;
+      shifted.end = std::min(g.end, e) - b;
+      own.groups.push_back(shifted);
+      sentence.formatted = sentence.formatted && g.well_formed();
+      for (const auto& c : g.citations)
+        for (int k : c.keys)
+          if (std::find(sentence.keys.begin(), sentence.keys.end(), k) == sentence.keys.end())
+            sentence.keys.push_back(k);
+    }
+    sentence.formatted = sentence.formatted && !own.groups.empty();
+    sentence.text = rewards::strip_citations(answer.substr(b, e - b), own);
+    if (sentence.text.find_first_not_of(" \t\r\n") == std::string::npos) continue;
+    out.push_back(std::move(sentence));
+  }
+  return out;
+}
+
+Attributability answer_attributability(const data::Example& example, const std::string& answer,
+                                       const SupportJudge& judge, double threshold) {
+  Attributability out;
+  for (const auto& sentence : cited_sentences(example, answer)) {
+    ++out.sentences;
+    if (!sentence.formatted) {
+      ++out.unformatted;
+      continue;
+    }
+    std::vector<const data::Source*> cited;
+    for (const auto& s : example.sources)
+      if (std::find(sentence.keys.begin(), sentence.keys.end(), s.key) != sentence.keys.end())
+        cited.push_back(&s);
+    const auto score = judge(sentence.text, cited);
+    if (!score) {
+      ++out.unread;
+      continue;
+    }
+    if (*score > threshold) ++out.entailed;
+  }
+  if (out.sentences > 0) out.score = double(out.entailed) / double(out.sentences);
+  return out;
+}
+
+SupportJudge yes_no_support_judge(YesNoJudge& judge) {
+  return [&judge](const std::string& sentence, const std::vector<const data::Source*>& cited) {
+    std::vector<std::pair<std::string, std::string>> texts;
+    for (const auto* s : cited) texts.emplace_back(s->name.empty() ? "Source" : s->name, s->text);
+    return yes_no_log_odds(judge, sentence, texts);
+  };
+}
+
+}  // namespace citeforge::attribution
