@@ -60,6 +60,20 @@ Attributability answer_attributability(const data::Example& example, const std::
   return out;
 }
 
+SupportJudge with_random_sources(const data::Example& example, const SupportJudge& judge,
+                                 std::mt19937_64& rng) {
+  return [&example, judge, &rng](const std::string& sentence,
+                                 const std::vector<const data::Source*>& cited) {
+    std::vector<std::size_t> order(example.sources.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<const data::Source*> drawn;
+    for (std::size_t k = 0; k < cited.size() && k < order.size(); ++k)
+      drawn.push_back(&example.sources[order[k]]);
+    return judge(sentence, drawn);
+  };
+}
+
 SupportJudge yes_no_support_judge(YesNoJudge& judge) {
   return [&judge](const std::string& sentence, const std::vector<const data::Source*>& cited) {
     std::vector<std::pair<std::string, std::string>> texts;

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,11 @@ struct Attributability {
 
 Attributability answer_attributability(const data::Example& example, const std::string& answer,
                                        const SupportJudge& judge, double threshold);
+
+// `judge` shown, instead of the cited sources, as many of `example`'s sources drawn at random:
+// attributability's chance level, the score of citing as many sources blindly.
+SupportJudge with_random_sources(const data::Example& example, const SupportJudge& judge,
+                                 std::mt19937_64& rng);
 
 // The judge of a yes/no prompt: the cited sources as the template's sources, the sentence as
 // its question, scored by the log-odds of "Yes".

@@ -154,16 +154,7 @@ int command_judge_attributability(const Args& args) {
     const auto& e = examples[i];
     const auto a = attribution::answer_attributability(e, answers[i], support, threshold);
     // Chance: each sentence judged against as many of the question's sources drawn at random.
-    const attribution::SupportJudge random_judge =
-        [&](const std::string& sentence, const std::vector<const data::Source*>& cited) {
-          std::vector<const data::Source*> drawn;
-          std::vector<std::size_t> order(e.sources.size());
-          for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-          std::shuffle(order.begin(), order.end(), rng);
-          for (std::size_t k = 0; k < cited.size() && k < order.size(); ++k)
-            drawn.push_back(&e.sources[order[k]]);
-          return support(sentence, drawn);
-        };
+    const auto random_judge = attribution::with_random_sources(e, support, rng);
     nlohmann::ordered_json line{{"id", e.id}};
     if (a.score) {
       const auto c = attribution::answer_attributability(e, answers[i], random_judge, threshold);

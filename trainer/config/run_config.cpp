@@ -72,6 +72,13 @@ struct Reader {
   void optional_field(const std::string& key, T& v, bool /*written*/) {
     field(key, v);
   }
+  // A number that is either set or absent (written back only when set).
+  void optional_number(const std::string& key, std::optional<double>& v) {
+    if (!child(key)) return;
+    double value = 0;
+    field(key, value);
+    v = value;
+  }
   // A nested mapping; `present` (if given) records whether the key was there.
   template <class F>
   void section(const std::string& key, F&& visit, bool* present = nullptr) {
@@ -124,6 +131,9 @@ struct Writer {
   template <class T>
   void optional_field(const std::string& key, const T& v, bool written) {
     if (written) field(key, v);
+  }
+  void optional_number(const std::string& key, const std::optional<double>& v) {
+    if (v) field(key, *v);
   }
   template <class F>
   void section(const std::string& key, F&& visit, bool* present = nullptr) {
@@ -277,6 +287,7 @@ void visit_eval(V& v, EvalSection& e) {
   v.optional_list("corrections", e.corrections);
   v.optional_list("scenarios", e.scenarios);
   v.optional_field("retrieval_k", e.retrieval_k, !e.scenarios.empty());
+  v.optional_number("attributability_threshold", e.attributability_threshold);
 }
 
 template <class V>

@@ -158,6 +158,10 @@ struct EvalSection {
   // documents cites when it has to live with a retriever.
   std::vector<std::string> scenarios;
   int retrieval_k = 3;  // passages per question (rtg) or per answer (gtr); written with scenarios
+  // When set, every evaluation also scores answer attributability (attribution/
+  // attributability.h) with the base model as judge (configs/templates/attributable.yaml) at
+  // this log-odds threshold, chosen with `citeforge judge-attributability --calibrate`.
+  std::optional<double> attributability_threshold;
 };
 
 struct SelectionSection {

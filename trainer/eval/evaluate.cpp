@@ -6,12 +6,15 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <random>
 
+#include "attribution/attributability.h"
 #include "attribution/citefix.h"
 #include "attribution/model_scores.h"
 #include "common/fault.h"
 #include "common/file_io.h"
 #include "models/generate.h"
+#include "models/lora.h"
 #include "retrieval/scenarios.h"
 #include "rewards/metrics.h"
 #include "trainer/eval/eval_archive.h"
@@ -97,6 +100,52 @@ void print_summary(const EvalRecord& record, const std::string& stage, int epoch
                extra.c_str());
 }
 
+// eval.attributability_threshold: the columns "attributability" (NaN for an answer without a
+// citation, where it does not apply) and "chance_attributability" (the same sentences judged
+// against random sources of their question), judged by the base model, adapters off, so that
+// every checkpoint is measured by the same judge.
+void add_attributability(RunContext& run, const std::vector<data::Example>& examples,
+                         const std::vector<std::string>& answers, const EvalOptions& options,
+                         const std::string& label, EvalRecord& record) {
+  attribution::YesNoJudge judge;
+  judge.model = run.model;
+  judge.tokenizer = run.format.tokenizer;
+  judge.chat = run.format.chat;
+  judge.prompt = data::find_prompt_template("attributable", run.config.data.templates_dir);
+  const double threshold = *run.config.eval.attributability_threshold;
+  const bool was_training = run.model->is_training();
+  run.model->eval();
+  models::AdaptersDisabled base(run.model);
+  const auto support = attribution::yes_no_support_judge(judge);
+  std::mt19937_64 rng(options.bootstrap_seed);
+  std::vector<double> scores, chance, applicable, applicable_chance;
+  Progress progress("attributability " + label, int64_t(answers.size()));
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    const auto a = attribution::answer_attributability(examples[i], answers[i], support, threshold);
+    double c = std::nan("");
+    if (a.score) {
+      const auto random = attribution::with_random_sources(examples[i], support, rng);
+      c = attribution::answer_attributability(examples[i], answers[i], random, threshold)
+              .score.value_or(0.0);
+      applicable.push_back(*a.score);
+      applicable_chance.push_back(c);
+    }
+    scores.push_back(a.score.value_or(std::nan("")));
+    chance.push_back(c);
+    progress.update(int64_t(i + 1), "answers");
+  }
+  progress.finish(std::to_string(applicable.size()) + " answers with a citation judged");
+  if (was_training) run.model->train();
+  record.metrics.emplace_back("attributability", scores);
+  record.metrics.emplace_back("chance_attributability", chance);
+  record.aggregates.emplace_back(
+      "attributability",
+      rewards::aggregate(applicable, options.bootstrap_seed, options.bootstrap_resamples));
+  record.aggregates.emplace_back(
+      "chance_attributability",
+      rewards::aggregate(applicable_chance, options.bootstrap_seed, options.bootstrap_resamples));
+}
+
 // Scores `answers` of one test set as the evaluation `test_set` and records it.
 EvalRecord record_evaluation(RunContext& run, const TestSet& test, const std::string& test_set,
                              const std::string& stage, int epoch, const std::string& checkpoint,
@@ -107,6 +156,9 @@ EvalRecord record_evaluation(RunContext& run, const TestSet& test, const std::st
   options.data_path = test.spec.path;
   options.bootstrap_resamples = run.config.eval.bootstrap_resamples;
   EvalRecord record = evaluate_answers(test.examples, answers, options);
+  if (run.config.eval.attributability_threshold)
+    add_attributability(run, test.examples, answers, options,
+                        stage + "-" + std::to_string(epoch) + " " + test_set, record);
   record.stage = stage;
   record.epoch = epoch;
   record.test_set = test_set;

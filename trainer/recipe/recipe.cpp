@@ -37,12 +37,16 @@ void say(const std::string& text) {
 
 // The keys in which two resolved configs differ ("sft.lr", "data.test_sets"), leaving out those
 // a finished run can take on without its results changing meaning: eval.corrections and
-// eval.scenarios only add evaluations of the same checkpoints, and threads only changes speed.
-// The retrieval depth is ignored only when one side evaluates no scenario.
+// eval.scenarios only add evaluations of the same checkpoints, eval.attributability_threshold
+// adds a metric to the evaluations still to come, and threads only change speed. The retrieval
+// depth and the judge's threshold count once both sides have them.
 std::vector<std::string> config_differences(const std::string& before, const std::string& now) {
   YAML::Node a = YAML::Load(before), b = YAML::Load(now);
-  const bool both_retrieve =
-      a["eval"] && a["eval"]["scenarios"] && b["eval"] && b["eval"]["scenarios"];
+  auto both = [&](const char* key) {
+    return a["eval"] && a["eval"][key] && b["eval"] && b["eval"][key];
+  };
+  // Settings of added evaluations count only where both sides have them.
+  const bool both_retrieve = both("scenarios"), both_judge = both("attributability_threshold");
   for (YAML::Node* n : {&a, &b}) {
     n->remove("threads");
     if (!(*n)["eval"]) continue;
@@ -50,6 +54,7 @@ std::vector<std::string> config_differences(const std::string& before, const std
     eval.remove("corrections");
     eval.remove("scenarios");
     if (!both_retrieve) eval.remove("retrieval_k");
+    if (!both_judge) eval.remove("attributability_threshold");
   }
   std::vector<std::string> keys;
   std::function<void(const YAML::Node&, const YAML::Node&, const std::string&)> walk =
@@ -92,7 +97,8 @@ void prepare_run_dir(const RunConfig& config, const std::string& run_dir) {
     }
     say("continuing the run in " + run_dir);
     if (before != resolved)
-      say("eval.corrections, eval.scenarios or threads changed: new evaluations are added");
+      say("eval.corrections, eval.scenarios, eval.attributability_threshold or threads "
+          "changed: new evaluations are added");
   }
   fs::create_directories(fs::path(run_dir) / "checkpoints");
   write_file_atomically(path, resolved);

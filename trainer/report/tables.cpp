@@ -224,22 +224,33 @@ TextTable table2_csv_table(const std::vector<RunSummary>& runs, const std::strin
 }
 
 // Table 1's metrics, as the evidence-QA paper reports them: source quality under citeforge's
-// stricter definition and under the paper's own (no cited irrelevant source), and format quality.
-const std::vector<std::pair<std::string, std::string>>& table1_metrics() {
-  static const std::vector<std::pair<std::string, std::string>> metrics = {
+// stricter definition and under the paper's own (no cited irrelevant source), format quality,
+// and, where some evaluation judged it (eval.attributability_threshold), attributability beside
+// its chance level.
+std::vector<std::pair<std::string, std::string>> table1_metrics(
+    const std::vector<RunSummary>& runs) {
+  std::vector<std::pair<std::string, std::string>> metrics = {
       {"source_quality", "source"},
       {"source_quality_paper", "source (paper)"},
       {"format_quality", "format"}};
+  for (const auto& run : runs)
+    for (const auto& r : run.results)
+      if (find_metric(r, "attributability")) {
+        metrics.emplace_back("attributability", "attr.");
+        metrics.emplace_back("chance_attributability", "attr. chance");
+        return metrics;
+      }
   return metrics;
 }
 
 TextTable table1_markdown_table(const std::vector<RunSummary>& runs) {
   auto test_sets = all_test_sets(runs);
+  const auto metrics = table1_metrics(runs);
   TextTable table;
   std::vector<std::string> header = {"Setting", "Epoch"};
   std::vector<bool> numeric = {false, true};
   for (const auto& t : test_sets)
-    for (const auto& [metric, title] : table1_metrics()) {
+    for (const auto& [metric, title] : metrics) {
       header.push_back(t + " " + title);
       numeric.push_back(true);
     }
@@ -249,7 +260,7 @@ TextTable table1_markdown_table(const std::vector<RunSummary>& runs) {
     for (const auto& s : run.selections) {
       std::vector<std::string> row = {stage_title(s.setting), std::to_string(s.epoch)};
       for (const auto& t : test_sets)
-        for (const auto& [metric, title] : table1_metrics())
+        for (const auto& [metric, title] : metrics)
           row.push_back(
               percent(metric_of(find_result(run.results, s.setting, s.epoch, t), metric)));
       table.rows.push_back(with_model(runs, run, row));
@@ -266,7 +277,7 @@ TextTable table1_csv_table(const std::vector<RunSummary>& runs) {
       for (const auto& t : test_sets_of(run.results, run.roles.in_distribution)) {
         const ResultRecord* r = find_result(run.results, s.setting, s.epoch, t);
         if (!r) continue;
-        for (const auto& [metric, title] : table1_metrics()) {
+        for (const auto& [metric, title] : table1_metrics(runs)) {
           const rewards::Aggregate* a = find_metric(*r, metric);
           if (!a) continue;  // results written before the metric existed
           table.rows.push_back({run.name, s.setting, std::to_string(s.epoch), s.checkpoint, t,
@@ -321,9 +332,14 @@ TextTable table3_csv_table(const std::vector<RunSummary>& runs) {
 
 std::string table2_markdown(const std::vector<RunSummary>& runs) {
   std::string out;
-  for (const auto& t : all_test_sets(runs))
-    out += (out.empty() ? "" : "\n") + std::string("## Table 2: ") + t + "\n\n" +
-           to_markdown(table2_markdown_table(runs, t));
+  // Appended piece by piece: GCC 12 warns falsely (-Wstringop-overflow) on the one-expression form.
+  for (const auto& t : all_test_sets(runs)) {
+    if (!out.empty()) out += '\n';
+    out += "## Table 2: ";
+    out += t;
+    out += "\n\n";
+    out += to_markdown(table2_markdown_table(runs, t));
+  }
   return out;
 }
 

@@ -334,3 +334,40 @@ TEST_CASE(
   CHECK(unknown.exit_code != 0);
   CHECK(unknown.output.find("eval.scenarios[0]") != std::string::npos);
 }
+
+TEST_CASE(
+    "run: eval.attributability_threshold adds attributability, judged by the base model, "
+    "to every evaluation and to Table 1",
+    "[trainer][pipeline][attributability]") {
+  auto root = testing::temp_dir("run-attributability");
+  const std::string extra = "--set pretrain.enabled=false --set sft.epochs=1";
+  auto plain = testing::run_citeforge(run_args(root / "run", extra));
+  INFO(plain.output);
+  REQUIRE(plain.exit_code == 0);
+  // Added to a finished run: the evaluations done again on resuming (the base model's, the
+  // last checkpoint's) have it only if they had not been archived; a fresh run has it all.
+  auto fresh = testing::run_citeforge(
+      run_args(root / "fresh", extra + " --set eval.attributability_threshold=-0.5"));
+  INFO(fresh.output);
+  REQUIRE(fresh.exit_code == 0);
+  CHECK(fresh.output.find("[attributability base-0 validation]") != std::string::npos);
+  auto results = nlohmann::json::parse(read_file((root / "fresh/results.json").string()));
+  REQUIRE(results.size() == 4);
+  for (const auto& r : results) {
+    INFO(r.dump());
+    CHECK(r["metrics"].contains("attributability"));
+    CHECK(r["metrics"].contains("chance_attributability"));
+  }
+  const std::string table1 = read_file((root / "fresh/tables/table1_source_quality.md").string());
+  CHECK(table1.find("attr. chance") != std::string::npos);
+  const std::string plain_table1 = read_file((root / "run/tables/table1_source_quality.md").string());
+  CHECK(plain_table1.find("attr.") == std::string::npos);
+  // The threshold can be added to an existing run, and once both have one it must match.
+  auto added = testing::run_citeforge(
+      run_args(root / "run", extra + " --set eval.attributability_threshold=-0.5"));
+  CHECK(added.exit_code == 0);
+  auto changed = testing::run_citeforge(
+      run_args(root / "run", extra + " --set eval.attributability_threshold=0.5"));
+  CHECK(changed.exit_code != 0);
+  CHECK(changed.output.find("eval.attributability_threshold") != std::string::npos);
+}
