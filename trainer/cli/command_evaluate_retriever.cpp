@@ -90,10 +90,17 @@ struct ScenarioAnswers {
 
 nlohmann::ordered_json score_scenario(const ScenarioAnswers& s,
                                       const std::optional<std::string>& reference) {
-  const auto record = evaluate_answers(s.examples, s.answers);
+  // HAGRID's citation overlap with the reference answer's citations: only the given sources
+  // are the ones the reference cites, and only where every example has that reference.
+  EvalOptions options;
+  if (reference && s.name == "given" &&
+      std::all_of(s.examples.begin(), s.examples.end(),
+                  [&](const data::Example& e) { return e.references.count(*reference) > 0; }))
+    options.overlap_reference = reference;
+  const auto record = evaluate_answers(s.examples, s.answers, options);
   nlohmann::ordered_json out;
-  for (const char* m :
-       {"precision", "recall", "f1", "chance_f1", "distinct_citations", "answer_length"})
+  for (const char* m : {"precision", "recall", "f1", "chance_f1", "distinct_citations",
+                        "answer_length", "overlap_precision", "overlap_recall"})
     if (const auto* a = find_aggregate(record.aggregates, m)) out[m] = aggregate_json(*a);
   if (reference) {
     std::vector<double> rouge;

@@ -69,6 +69,9 @@ TEST_CASE("evaluate-retriever scores BM25 on SynSciQA_test and compares the mode
     CHECK(j["with_reference"] == 2);
     CHECK(j["rouge_l"].get<double>() >= 0);
   }
+  // HAGRID's citation overlap with the reference's citations, for the given sources only.
+  CHECK(with_model["answers"]["scenarios"]["given"].contains("overlap_precision"));
+  CHECK_FALSE(with_model["answers"]["scenarios"]["rtg"].contains("overlap_precision"));
   // Two copies of one answer agree completely by ROUGE-L and exact match; the judge is asked.
   const auto& same = with_model["answers"]["compared_with_given"]["same_answer"];
   CHECK(same["rouge_l"] == 1.0);
