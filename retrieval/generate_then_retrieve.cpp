@@ -1,9 +1,9 @@
 #include "retrieval/generate_then_retrieve.h"
 
 #include <algorithm>
-#include <set>
 
 #include "retrieval/ranking_metrics.h"
+#include "retrieval/scenarios.h"
 #include "rewards/metrics.h"
 
 namespace citeforge::retrieval {
@@ -60,17 +60,8 @@ AttributedAnswer generate_then_retrieve(const Corpus& corpus, const std::string&
 
 data::Example with_retrieved_sources(const data::Example& example, const Corpus& corpus,
                                      const std::vector<std::size_t>& passages) {
-  const auto gold = gold_passages(corpus, example);
-  const std::set<std::size_t> relevant(gold.begin(), gold.end());
-  data::Example out = example;
-  out.citation_style = data::CitationStyle::numeric;
-  out.sources.clear();
-  for (std::size_t i = 0; i < passages.size(); ++i) {
-    const auto& p = corpus.passages[passages[i]];
-    out.sources.push_back(
-        {int(i + 1), p.name, p.text,
-         relevant.count(passages[i]) ? data::Label::relevant : data::Label::irrelevant});
-  }
+  data::Example out = with_ranked_passages(example, corpus, passages);
+  out.citation_style = data::CitationStyle::numeric;  // the answer cites them as [n]
   return out;
 }
 
