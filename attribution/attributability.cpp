@@ -74,6 +74,19 @@ SupportJudge with_random_sources(const data::Example& example, const SupportJudg
   };
 }
 
+AttributabilityWithChance attributability_with_chance(const data::Example& example,
+                                                      const std::string& answer,
+                                                      const SupportJudge& judge, double threshold,
+                                                      std::mt19937_64& rng) {
+  AttributabilityWithChance out;
+  out.judged = answer_attributability(example, answer, judge, threshold);
+  if (out.judged.score)
+    out.chance =
+        answer_attributability(example, answer, with_random_sources(example, judge, rng), threshold)
+            .score.value_or(0.0);
+  return out;
+}
+
 SupportJudge yes_no_support_judge(YesNoJudge& judge) {
   return [&judge](const std::string& sentence, const std::vector<const data::Source*>& cited) {
     std::vector<std::pair<std::string, std::string>> texts;

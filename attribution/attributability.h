@@ -50,6 +50,17 @@ Attributability answer_attributability(const data::Example& example, const std::
 SupportJudge with_random_sources(const data::Example& example, const SupportJudge& judge,
                                  std::mt19937_64& rng);
 
+// An answer's attributability and, where it applies, its chance level: the same sentences
+// judged against random sources (with_random_sources; 0 when that leaves nothing to score).
+struct AttributabilityWithChance {
+  Attributability judged;
+  std::optional<double> chance;  // set exactly when judged.score is
+};
+AttributabilityWithChance attributability_with_chance(const data::Example& example,
+                                                      const std::string& answer,
+                                                      const SupportJudge& judge, double threshold,
+                                                      std::mt19937_64& rng);
+
 // The judge of a yes/no prompt: the cited sources as the template's sources, the sentence as
 // its question, scored by the log-odds of "Yes".
 SupportJudge yes_no_support_judge(YesNoJudge& judge);

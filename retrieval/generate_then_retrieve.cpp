@@ -27,6 +27,7 @@ AttributedAnswer generate_then_retrieve(const Corpus& corpus, const std::string&
   std::vector<std::vector<std::size_t>> rankings;
   for (const auto& s : sentences) rankings.push_back(retrieve(corpus, s, per_sentence));
   AttributedAnswer out;
+  out.sentences = int(sentences.size());
   out.passages = reciprocal_rank_fusion(rankings);
   if (out.passages.size() > max_sources) out.passages.resize(max_sources);
   for (std::size_t i = 0; i < sentences.size(); ++i) {

@@ -16,6 +16,7 @@ namespace citeforge::retrieval {
 struct AttributedAnswer {
   std::string answer;                 // the sentences, each followed by its citation
   std::vector<std::size_t> passages;  // the fused sources, in citation order [1], [2], ...
+  int sentences = 0;                  // the answer's non-blank sentences, each a query
   int uncited_sentences = 0;          // sentences no passage matched (left without a citation)
 };
 

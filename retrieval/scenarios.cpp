@@ -70,6 +70,7 @@ ClosedBookAttribution attribute_closed_book_answer(const Corpus& corpus,
   ClosedBookAttribution out;
   out.example = with_retrieved_sources(example, corpus, attributed.passages);
   out.answer = attributed.answer;
+  out.sentences = attributed.sentences;
   out.uncited_sentences = attributed.uncited_sentences;
   return out;
 }

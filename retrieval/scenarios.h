@@ -40,6 +40,7 @@ data::Example closed_book(const data::Example& example);
 struct ClosedBookAttribution {
   data::Example example;  // the example with the fused passages as numeric sources
   std::string answer;     // the answer with a citation [n] after each attributed sentence
+  int sentences = 0;
   int uncited_sentences = 0;
 };
 

@@ -101,6 +101,7 @@ TEST_CASE("generate-then-retrieve cites each sentence's best passage from one fu
       "Volcanoes erupt under magma pressure [1]. Crabs molt in spring [2]! Nothing here matches.");
   CHECK(corpus.passages[g.passages[0]].text == "Magma pressure makes volcanoes erupt.");
   CHECK(corpus.passages[g.passages[1]].text == "Crabs molt their shells in spring.");
+  CHECK(g.sentences == 3);
   CHECK(g.uncited_sentences == 1);
   // As an example to score: the fused passages are its sources, gold ones labelled relevant.
   const auto scored = with_retrieved_sources(examples[0], corpus, g.passages);

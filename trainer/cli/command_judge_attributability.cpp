@@ -6,7 +6,6 @@
 // the answers' score stands its chance level: the same sentences citing as many sources drawn
 // at random from their question's.
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -152,20 +151,19 @@ int command_judge_attributability(const Args& args) {
   Progress progress("judge attributability", int64_t(limit));
   for (std::size_t i = 0; i < limit; ++i) {
     const auto& e = examples[i];
-    const auto a = attribution::answer_attributability(e, answers[i], support, threshold);
-    // Chance: each sentence judged against as many of the question's sources drawn at random.
-    const auto random_judge = attribution::with_random_sources(e, support, rng);
+    const auto judged =
+        attribution::attributability_with_chance(e, answers[i], support, threshold, rng);
+    const auto& a = judged.judged;
     nlohmann::ordered_json line{{"id", e.id}};
     if (a.score) {
-      const auto c = attribution::answer_attributability(e, answers[i], random_judge, threshold);
       scores.push_back(*a.score);
-      chance.push_back(c.score.value_or(0));
+      chance.push_back(*judged.chance);
       sentences += a.sentences;
       entailed += a.entailed;
       unformatted += a.unformatted;
       unread += a.unread;
       line["attributability"] = *a.score;
-      line["chance"] = c.score.value_or(0);
+      line["chance"] = *judged.chance;
       line["sentences"] = a.sentences;
       line["entailed"] = a.entailed;
       line["unformatted"] = a.unformatted;
@@ -180,23 +178,20 @@ int command_judge_attributability(const Args& args) {
   progress.finish(std::to_string(limit) + " answers");
   summary["answers"] = limit;
   summary["answers_without_citation"] = without_citation;
-  summary["attributability"] = aggregate_json(rewards::aggregate(scores));
-  summary["chance_attributability"] = aggregate_json(rewards::aggregate(chance));
+  const auto score_aggregate = rewards::aggregate(scores),
+             chance_aggregate = rewards::aggregate(chance);
+  summary["attributability"] = aggregate_json(score_aggregate);
+  summary["chance_attributability"] = aggregate_json(chance_aggregate);
   summary["sentences"] = sentences;
   summary["entailed"] = entailed;
   summary["unformatted"] = unformatted;
   summary["unread"] = unread;
-  const auto mean = [](const std::vector<double>& v) {
-    double s = 0;
-    for (double x : v) s += x;
-    return v.empty() ? std::nan("") : s / double(v.size());
-  };
   std::printf(
       "attributability %.3f (chance %.3f) over %zu answers with a citation (%d without one); "
       "%d of %d sentences entailed, %d without a well-formed citation, %d too long to judge; "
       "threshold %.3f\n",
-      mean(scores), mean(chance), scores.size(), without_citation, entailed, sentences, unformatted,
-      unread, threshold);
+      score_aggregate.mean, chance_aggregate.mean, scores.size(), without_citation, entailed,
+      sentences, unformatted, unread, threshold);
   if (auto out = cli.get("out")) {
     std::filesystem::create_directories(*out);
     write_file_atomically((std::filesystem::path(*out) / "attributability.jsonl").string(),

@@ -16,7 +16,6 @@
 #include "models/generate.h"
 #include "models/lora.h"
 #include "retrieval/scenarios.h"
-#include "rewards/metrics.h"
 #include "trainer/eval/eval_archive.h"
 #include "trainer/eval/eval_record.h"
 #include "trainer/eval/partial_answers.h"
@@ -121,17 +120,14 @@ void add_attributability(RunContext& run, const std::vector<data::Example>& exam
   std::vector<double> scores, chance, applicable, applicable_chance;
   Progress progress("attributability " + label, int64_t(answers.size()));
   for (std::size_t i = 0; i < answers.size(); ++i) {
-    const auto a = attribution::answer_attributability(examples[i], answers[i], support, threshold);
-    double c = std::nan("");
-    if (a.score) {
-      const auto random = attribution::with_random_sources(examples[i], support, rng);
-      c = attribution::answer_attributability(examples[i], answers[i], random, threshold)
-              .score.value_or(0.0);
-      applicable.push_back(*a.score);
-      applicable_chance.push_back(c);
+    const auto a =
+        attribution::attributability_with_chance(examples[i], answers[i], support, threshold, rng);
+    if (a.judged.score) {
+      applicable.push_back(*a.judged.score);
+      applicable_chance.push_back(*a.chance);
     }
-    scores.push_back(a.score.value_or(std::nan("")));
-    chance.push_back(c);
+    scores.push_back(a.judged.score.value_or(std::nan("")));
+    chance.push_back(a.chance.value_or(std::nan("")));
     progress.update(int64_t(i + 1), "answers");
   }
   progress.finish(std::to_string(applicable.size()) + " answers with a citation judged");
@@ -243,7 +239,7 @@ void evaluate_closed_book(RunContext& run, const TestSet& test, const std::strin
     attributed.examples[i] = std::move(a.example);
     cited.push_back(std::move(a.answer));
     uncited += a.uncited_sentences;
-    sentences_total += int(rewards::split_sentences(cited.back()).size());
+    sentences_total += a.sentences;
   }
   auto record = record_evaluation(run, attributed, test.spec.name, stage, epoch, checkpoint, cited,
                                   answers.prompts);
@@ -266,12 +262,13 @@ void evaluate_all(RunContext& run, const std::string& stage, int epoch,
     }
     const std::string archive = eval_archive_path(run.run_dir, stage, epoch, test.spec.name);
     if (file_exists(archive)) {  // done before an interruption; corrections may be missing
-      // Corrections re-cite among the given documents; a scenario's sets are read as they are.
-      bool corrected = true;
-      for (const auto& name : run.config.eval.corrections)
-        corrected = corrected && (test.scenario != retrieval::Scenario::given ||
-                                  file_exists(eval_archive_path(run.run_dir, stage, epoch,
-                                                                test.spec.name + "+" + name)));
+      // Corrections re-cite among the given documents; a scenario's sets have none to add.
+      const auto& methods = run.config.eval.corrections;
+      const bool corrected = test.scenario != retrieval::Scenario::given ||
+                             std::all_of(methods.begin(), methods.end(), [&](const auto& name) {
+                               return file_exists(eval_archive_path(run.run_dir, stage, epoch,
+                                                                    test.spec.name + "+" + name));
+                             });
       if (!corrected) {
         const auto done = read_eval_archive(archive);
         evaluate_corrections(run, test, stage, epoch, checkpoint, done.generations, done.prompts);

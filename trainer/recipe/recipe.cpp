@@ -177,6 +177,11 @@ void load_data(RunContext& run) {
       !file_exists(run.path("base_model/model.safetensors")))
     run.pretrain_reading = data::read_examples_jsonl(run.path("data/pretrain.jsonl"));
   std::vector<TestSet> in_scenarios;
+  // GTR's prompt, read once for every test set that is evaluated closed-book.
+  std::shared_ptr<const data::PromptTemplate> closed_book;
+  if (std::count(c.eval.scenarios.begin(), c.eval.scenarios.end(), "gtr"))
+    closed_book = std::make_shared<data::PromptTemplate>(
+        data::find_prompt_template("closed_book", c.data.templates_dir));
   for (const auto& spec : c.data.test_sets) {
     const bool held = spec.path == "holdout";
     TestSet t;
@@ -201,8 +206,7 @@ void load_data(RunContext& run) {
           s.examples = retrieval::retrieve_then_generate(*corpus, s.examples,
                                                          std::size_t(c.eval.retrieval_k));
         else
-          s.closed_book = std::make_shared<data::PromptTemplate>(
-              data::find_prompt_template("closed_book", c.data.templates_dir));
+          s.closed_book = closed_book;
         in_scenarios.push_back(std::move(s));
       }
     run.test_sets.push_back(std::move(t));

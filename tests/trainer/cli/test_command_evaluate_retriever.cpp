@@ -79,21 +79,20 @@ TEST_CASE("evaluate-retriever scores BM25 on SynSciQA_test and compares the mode
   CHECK(same.contains("judge_agrees"));
 
   // A corpus file with a repeated id, or a passage without text field, is an error naming it.
-  write_file_atomically(corpus,
-                        "{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \"a\", \"text\": \"y\"}\n");
+  auto with_corpus = [&](const std::string& lines) {
+    write_file_atomically(corpus, lines);
+    return testing::run_citeforge("evaluate-retriever --data " + data + " --corpus " + corpus);
+  };
   auto repeated =
-      testing::run_citeforge("evaluate-retriever --data " + data + " --corpus " + corpus);
+      with_corpus("{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \"a\", \"text\": \"y\"}\n");
   CHECK(repeated.exit_code != 0);
   CHECK_THAT(repeated.output, Contains("passage 2") && Contains("'a'"));
-  write_file_atomically(corpus,
-                        "{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \"b\", \"txt\": \"y\"}\n");
   auto misspelt =
-      testing::run_citeforge("evaluate-retriever --data " + data + " --corpus " + corpus);
+      with_corpus("{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \"b\", \"txt\": \"y\"}\n");
   CHECK(misspelt.exit_code != 0);
   CHECK_THAT(misspelt.output, Contains("line 2") && Contains("'txt'"));
   // Only empty passages: nothing to retrieve from.
-  write_file_atomically(corpus, "{\"id\": \"a\", \"text\": \"  \"}\n");
-  auto empty = testing::run_citeforge("evaluate-retriever --data " + data + " --corpus " + corpus);
+  auto empty = with_corpus("{\"id\": \"a\", \"text\": \"  \"}\n");
   CHECK(empty.exit_code != 0);
   CHECK_THAT(empty.output, Contains("the corpus is empty"));
 
