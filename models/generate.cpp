@@ -90,6 +90,10 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
 
   std::vector<Generation> out(B);
   std::vector<bool> done(B, false);
+  // The prompts whose rows the batch still holds, in row order: finished answers are dropped
+  // from it (see below), so row i of the logits belongs to prompt active[i].
+  std::vector<int64_t> active(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) active[size_t(b)] = b;
   // The prefill needs the logits of the last position only.
   // Logits in fp32 whatever the model's dtype, as the PPO learner computes them, so the
   // sampler's log-probabilities and the learner's agree on a bf16 model too.
@@ -99,21 +103,24 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
   for (int64_t step = 0; step < o.max_new_tokens; ++step) {
     auto log_probs =
         torch::log_softmax(logits.to(torch::kFloat32) / (o.greedy ? 1.0 : o.temperature), -1).cpu();
+    const int64_t rows = static_cast<int64_t>(active.size());
     torch::Tensor chosen;
     if (o.greedy) {
       chosen = log_probs.argmax(-1);
     } else {
       auto probs = sampling_probs(logits, o).cpu();
-      chosen = torch::empty({B}, torch::kInt64);
-      for (int64_t b = 0; b < B; ++b)
-        chosen[b] = torch::multinomial(probs[b], 1, false, rngs[b]).item<int64_t>();
+      chosen = torch::empty({rows}, torch::kInt64);
+      for (int64_t i = 0; i < rows; ++i)
+        chosen[i] =
+            torch::multinomial(probs[i], 1, false, rngs[size_t(active[size_t(i)])]).item<int64_t>();
     }
     auto chosen_acc = chosen.accessor<int64_t, 1>();
-    for (int64_t b = 0; b < B; ++b) {
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t b = active[size_t(i)];
       if (done[b]) continue;
-      const int64_t token = chosen_acc[b];
+      const int64_t token = chosen_acc[i];
       out[b].tokens.push_back(token);
-      out[b].logprobs.push_back(log_probs[b][token].item<float>());
+      out[b].logprobs.push_back(log_probs[i][token].item<float>());
       if (std::find(eos.begin(), eos.end(), token) != eos.end()) {
         done[b] = true;
         out[b].finish_reason = "eos";
@@ -128,7 +135,28 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
     if (std::all_of(done.begin(), done.end(), [](bool d) { return d; }) ||
         step + 1 == o.max_new_tokens)
       break;
-    key_mask = torch::cat({key_mask, torch::ones({B, 1}, key_mask.options())}, 1);
+    // Answers end at very different lengths, and a finished row would otherwise be decoded to
+    // the end of the longest one. Dropping rows copies the cache, so it waits until a quarter
+    // of the batch has finished: a handful of copies per batch.
+    std::vector<int64_t> keep;
+    for (int64_t i = 0; i < rows; ++i)
+      if (!done[active[size_t(i)]]) keep.push_back(i);
+    if (o.drop_finished_rows && 4 * (rows - int64_t(keep.size())) >= rows) {
+      const auto rows_kept = torch::tensor(keep, torch::kInt64);
+      const auto rows_kept_here = rows_kept.to(device);
+      for (size_t layer = 0; layer < cache.keys.size(); ++layer) {
+        cache.keys[layer] = cache.keys[layer].index_select(0, rows_kept_here);
+        cache.values[layer] = cache.values[layer].index_select(0, rows_kept_here);
+      }
+      key_mask = key_mask.index_select(0, rows_kept_here);
+      next_position = next_position.index_select(0, rows_kept_here);
+      chosen = chosen.index_select(0, rows_kept);
+      std::vector<int64_t> still_active;
+      for (int64_t i : keep) still_active.push_back(active[size_t(i)]);
+      active = std::move(still_active);
+    }
+    key_mask =
+        torch::cat({key_mask, torch::ones({int64_t(active.size()), 1}, key_mask.options())}, 1);
     AttentionInputs step_inputs{next_position, key_mask};
     logits = model->logits(model->hidden_states(chosen.to(device).unsqueeze(1), step_inputs, &cache)
                                .select(1, 0)

@@ -19,6 +19,10 @@ struct SamplingOptions {
   int64_t first_row = 0;  // a shard of a larger batch passes its offset, and samples as in it
   std::vector<int64_t> eos_ids;           // empty: the model config's
   std::vector<std::string> stop_strings;  // need `decode`
+  // Finished answers leave the batch once a quarter of it is done, so the rest decode on fewer
+  // rows. A bf16 matmul over fewer rows can round differently, so a caller whose log-probs must
+  // equal a later full-batch pass's to the bit (PPO's sampler) keeps the batch whole.
+  bool drop_finished_rows = true;
 };
 
 struct Generation {

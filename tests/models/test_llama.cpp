@@ -120,6 +120,45 @@ TEST_CASE("a batch of prompts of different lengths decodes like each prompt alon
   }
 }
 
+TEST_CASE("rows that finish early leave the batch and the others decode as if alone",
+          "[models][generate]") {
+  for (const char* name : {"mistral_sliding", "llama_bf16"}) {
+    auto model =
+        models::load_model(testing::source_path(std::string("tests/fixtures/models/") + name));
+    std::vector<std::vector<int64_t>> prompts = {
+        {1, 5, 9}, {1, 7, 3, 8, 2, 6, 11}, {1, 4}, {1, 12, 13, 2}};
+    for (const bool greedy : {true, false}) {
+      models::SamplingOptions o;
+      o.max_new_tokens = 12;
+      o.greedy = greedy;
+      o.temperature = 0.9;
+      o.seed = 5;
+      o.eos_ids = {-1};
+      std::vector<std::vector<int64_t>> free_runs;
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        o.first_row = int64_t(i);
+        free_runs.push_back(models::generate(model, {prompts[i]}, o)[0].tokens);
+      }
+      // The first row ends at its second token and the second at its third, so a quarter of the
+      // batch is finished after two steps and is dropped from it.
+      o.eos_ids = {free_runs[0][1], free_runs[1][2]};
+      o.first_row = 0;
+      auto batched = models::generate(model, prompts, o);
+      CHECK(batched[0].tokens.size() <= 2);
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        o.first_row = int64_t(i);
+        auto alone = models::generate(model, {prompts[i]}, o)[0];
+        INFO(name << (greedy ? " greedy" : " sampled") << " prompt " << i);
+        CHECK(batched[i].tokens == alone.tokens);
+        CHECK(batched[i].finish_reason == alone.finish_reason);
+        REQUIRE(batched[i].logprobs.size() == alone.logprobs.size());
+        for (size_t t = 0; t < alone.logprobs.size(); ++t)
+          CHECK(batched[i].logprobs[t] == Approx(alone.logprobs[t]).margin(1e-4));
+      }
+    }
+  }
+}
+
 TEST_CASE("the attention mask combines causality, padding and the sliding window",
           "[models][llama]") {
   auto key_mask = torch::tensor({{0, 1, 1, 1}}, torch::kBool);

@@ -41,6 +41,10 @@ Trajectories rollout(models::LlamaForCausalLM& policy, const PromptFormat& forma
   sampling.seed = options.seed;
   sampling.first_row = options.first_row;
   sampling.eos_ids = {format.tokenizer->eos_id()};
+  // The learner re-scores these answers in whole minibatches; a sampler batch that shrank as
+  // answers finished would round differently in bf16 and open a log-prob gap that PPO's ratio
+  // reads as a change of policy (experiments/bench/results/ppo_precision_cpu.md).
+  sampling.drop_finished_rows = false;
   const auto decode = [&](const std::vector<int64_t>& ids) {
     return format.tokenizer->decode(ids);
   };
