@@ -38,8 +38,10 @@ void say(const std::string& text) {
 // The keys in which two resolved configs differ ("sft.lr", "data.test_sets"), leaving out those
 // a finished run can take on without its results changing meaning: eval.corrections and
 // eval.scenarios only add evaluations of the same checkpoints, eval.attributability_threshold
-// adds a metric to the evaluations still to come, and threads only change speed. The retrieval
-// depth and the judge's threshold count once both sides have them.
+// adds a metric to the evaluations still to come, and threads only change speed. Gradient
+// checkpointing trades speed for memory with the same gradients (up to rounding, as threads), so
+// a run killed for memory can resume with it on. The retrieval depth and the judge's threshold
+// count once both sides have them.
 std::vector<std::string> config_differences(const std::string& before, const std::string& now) {
   YAML::Node a = YAML::Load(before), b = YAML::Load(now);
   auto both = [&](const char* key) {
@@ -49,6 +51,8 @@ std::vector<std::string> config_differences(const std::string& before, const std
   const bool both_retrieve = both("scenarios"), both_judge = both("attributability_threshold");
   for (YAML::Node* n : {&a, &b}) {
     n->remove("threads");
+    for (const char* stage : {"pretrain", "sft", "ppo"})
+      if ((*n)[stage]) (*n)[stage].remove("gradient_checkpointing");
     if (!(*n)["eval"]) continue;
     YAML::Node eval = (*n)["eval"];
     eval.remove("corrections");

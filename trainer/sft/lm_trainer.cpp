@@ -91,11 +91,12 @@ LmTrainingResult run_lm_training(LmTrainingJob& job) {
   contents.state.stage = job.stage;
   const std::string last_dir = (fs::path(job.checkpoint_root) / (job.stage + "-last")).string();
   LmTrainingResult result;
-  int64_t start_epoch = 1, skip_batches = 0, global_step = 0;
+  int64_t start_epoch = 1, skip_batches = 0, global_step = 0, resumed_step = 0;
   if (job.resume && fs::exists(last_dir)) {
     TrainingState s = load_checkpoint(last_dir, contents);
     result.resumed = true;
     global_step = s.global_step;
+    resumed_step = s.global_step;
     if (s.epoch_complete) {
       start_epoch = s.epoch + 1;
       // Its evaluation may not have finished.
@@ -222,7 +223,8 @@ LmTrainingResult run_lm_training(LmTrainingJob& job) {
   job.model->gradient_checkpointing = false;
   char status[64];
   std::snprintf(status, sizeof status, "final loss %.4f", result.final_loss);
-  progress.finish(status);
+  // A resumed run passes through stages it finished before; it has no loss of its own to show.
+  progress.finish(global_step > resumed_step ? status : "finished before this resume");
   result.steps = global_step;
   return result;
 }

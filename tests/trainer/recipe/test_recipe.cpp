@@ -54,6 +54,7 @@ TEST_CASE("run: SFT on a built model fills the run directory", "[trainer][pipeli
   auto again = testing::run_citeforge(run_args(out, reading));
   CHECK(again.exit_code == 0);
   CHECK(read_file((out / "results.json").string()) == before);
+  CHECK(again.output.find("finished before this resume") != std::string::npos);
   // The same directory with another config is refused.
   auto other = testing::run_citeforge(run_args(out, "--set sft.lr=0.5"));
   CHECK(other.exit_code != 0);
@@ -63,6 +64,13 @@ TEST_CASE("run: SFT on a built model fills the run directory", "[trainer][pipeli
   auto threads = testing::run_citeforge(run_args(out, reading + " --set threads=2"));
   INFO(threads.output);
   CHECK(threads.exit_code == 0);
+  CHECK(read_file((out / "results.json").string()) == before);
+  // So does gradient checkpointing, which a run killed for memory resumes with.
+  auto checkpointing =
+      testing::run_citeforge(run_args(out, reading + " --set sft.gradient_checkpointing=true --set "
+                                                     "pretrain.gradient_checkpointing=true"));
+  INFO(checkpointing.output);
+  CHECK(checkpointing.exit_code == 0);
   CHECK(read_file((out / "results.json").string()) == before);
 }
 
@@ -360,7 +368,8 @@ TEST_CASE(
   }
   const std::string table1 = read_file((root / "fresh/tables/table1_source_quality.md").string());
   CHECK(table1.find("attr. chance") != std::string::npos);
-  const std::string plain_table1 = read_file((root / "run/tables/table1_source_quality.md").string());
+  const std::string plain_table1 =
+      read_file((root / "run/tables/table1_source_quality.md").string());
   CHECK(plain_table1.find("attr.") == std::string::npos);
   // The threshold can be added to an existing run, and once both have one it must match.
   auto added = testing::run_citeforge(
