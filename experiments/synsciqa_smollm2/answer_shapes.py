@@ -1,7 +1,8 @@
 """What a run's answers look like beyond their citation scores: per evaluation archive, how many
 answers contain a parenthesised year (the shape of a named citation, whether or not it names a
 source of the prompt), how many repeat a sentence word for word (greedy decoding caught in a
-loop), how many run to 180 words or more, and the mean length in words.
+loop), how many say the sources do not answer the question (SynSciQA++'s abstention, in the
+teacher's wording), how many run to 180 words or more, and the mean length in words.
 
     pip install h5py
     python3 experiments/synsciqa_smollm2/answer_shapes.py runs/smollm2_synsciqa_cpu
@@ -13,6 +14,7 @@ import sys
 import h5py
 
 YEAR_IN_PARENTHESES = re.compile(r"\([^()]*\b(1[89]|20)\d\d\b[^()]*\)")
+ABSTAINING = re.compile(r"(do|does) not (provide|contain|mention)|cannot be (given|answered)")
 
 
 def repeats_a_sentence(answer):
@@ -20,10 +22,10 @@ def repeats_a_sentence(answer):
     return len(sentences) != len(set(sentences))
 
 
-print("| archive | answers | with a parenthesised year | repeating a sentence | 180+ words | mean words |")
-print("|---|--:|--:|--:|--:|--:|")
+print("| archive | answers | with a parenthesised year | repeating a sentence | abstaining | 180+ words | mean words |")
+print("|---|--:|--:|--:|--:|--:|--:|")
 for path in sorted(glob.glob(f"{sys.argv[1]}/eval/*/*.h5")):
-    if "+" in path:  # corrected answers: the same text with other citations
+    if "+" in path.rsplit("/", 1)[-1]:  # corrected answers: the same text with other citations
         continue
     with h5py.File(path, "r") as archive:
         answers = [a.decode() if isinstance(a, bytes) else a for a in archive["generations"][:]]
@@ -31,4 +33,5 @@ for path in sorted(glob.glob(f"{sys.argv[1]}/eval/*/*.h5")):
     print(f"| {path.split('/eval/')[1]} | {len(answers)} "
           f"| {sum(bool(YEAR_IN_PARENTHESES.search(a)) for a in answers)} "
           f"| {sum(repeats_a_sentence(a) for a in answers)} "
+          f"| {sum(bool(ABSTAINING.search(a)) for a in answers)} "
           f"| {sum(w >= 180 for w in words)} | {sum(words) / len(words):.1f} |")
