@@ -1,7 +1,10 @@
 #include "models/grad_checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <ATen/core/ivalue.h>
+
+#include <optional>
 
 namespace citeforge::models {
 namespace {
@@ -11,19 +14,29 @@ using torch::autograd::tensor_list;
 
 // What the backward pass needs besides the saved input: the block itself and the random state
 // the forward pass started from. It rides in the autograd context as a capsule.
+// A block on a GPU draws its dropout masks from that device's generator, not the CPU's, so
+// both states are kept: replaying only the CPU's would give the recomputation other masks.
 struct Replay : torch::CustomClassHolder {
   BlockFunction block;
   torch::Tensor cpu_rng_state;
+  std::optional<torch::Device> device;  // set when the block runs on an accelerator
+  torch::Tensor device_rng_state;
 };
 
-torch::Tensor cpu_rng_state() {
-  auto generator = at::detail::getDefaultCPUGenerator();
+at::Generator default_generator(const std::optional<torch::Device>& device) {
+  return device ? at::globalContext().defaultGenerator(*device)
+                : at::detail::getDefaultCPUGenerator();
+}
+
+torch::Tensor rng_state(const std::optional<torch::Device>& device = std::nullopt) {
+  auto generator = default_generator(device);
   std::lock_guard<std::mutex> lock(generator.mutex());
   return generator.get_state();
 }
 
-void set_cpu_rng_state(const torch::Tensor& state) {
-  auto generator = at::detail::getDefaultCPUGenerator();
+void set_rng_state(const torch::Tensor& state,
+                   const std::optional<torch::Device>& device = std::nullopt) {
+  auto generator = default_generator(device);
   std::lock_guard<std::mutex> lock(generator.mutex());
   generator.set_state(state);
 }
@@ -33,7 +46,11 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
                                const BlockFunction& block) {
     auto replay = c10::make_intrusive<Replay>();
     replay->block = block;
-    replay->cpu_rng_state = cpu_rng_state();
+    replay->cpu_rng_state = rng_state();
+    if (!x.device().is_cpu()) {
+      replay->device = x.device();
+      replay->device_rng_state = rng_state(replay->device);
+    }
     ctx->saved_data["replay"] = c10::IValue::make_capsule(replay);
     ctx->save_for_backward({x});
     torch::NoGradGuard no_grad;
@@ -44,14 +61,20 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     auto replay = c10::static_intrusive_pointer_cast<Replay>(ctx->saved_data["replay"].toCapsule());
     auto x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
     // Replay the forward pass's random stream, then continue the current one unchanged.
-    const auto now = cpu_rng_state();
-    set_cpu_rng_state(replay->cpu_rng_state);
+    const auto now = rng_state();
+    set_rng_state(replay->cpu_rng_state);
+    torch::Tensor device_now;
+    if (replay->device) {
+      device_now = rng_state(replay->device);
+      set_rng_state(replay->device_rng_state, replay->device);
+    }
     torch::Tensor y;
     {
       torch::AutoGradMode enable(true);
       y = replay->block(x);
     }
-    set_cpu_rng_state(now);
+    set_rng_state(now);
+    if (replay->device) set_rng_state(device_now, replay->device);
     torch::autograd::backward({y}, {grad_outputs[0]});
     return {x.grad(), torch::Tensor()};
   }

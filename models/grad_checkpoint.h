@@ -1,7 +1,7 @@
 // Activation (gradient) checkpointing: run a block without keeping its activations and run it
 // again during the backward pass, trading one extra forward per block for memory, as
 // torch.utils.checkpoint does. The recomputation replays the forward pass's random state, so
-// dropout masks match and the gradients equal those of the plain forward.
+// dropout masks match and the gradients equal those of the plain forward (on a CPU or a GPU).
 #pragma once
 
 #include <torch/torch.h>

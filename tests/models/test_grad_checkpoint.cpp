@@ -17,8 +17,9 @@ struct Gradients {
   torch::Tensor loss, rng_after;
 };
 
-Gradients train_step(bool checkpointing) {
+Gradients train_step(bool checkpointing, torch::Device device = torch::kCPU) {
   auto model = models::load_model(testing::source_path("tests/fixtures/models/mistral_sliding"));
+  model->to(device);
   torch::manual_seed(4);
   models::LoraConfig config;
   config.spec = {4, 8, 0.3};  // dropout, so the replayed random state matters
@@ -30,7 +31,7 @@ Gradients train_step(bool checkpointing) {
   model->train();
   model->gradient_checkpointing = checkpointing;
   torch::manual_seed(9);
-  auto ids = torch::randint(0, model->config.vocab_size, {2, 11});
+  auto ids = torch::randint(0, model->config.vocab_size, {2, 11}).to(device);
   auto logits = model->forward(ids);
   auto loss = torch::nn::functional::cross_entropy(
       logits.narrow(1, 0, 10).reshape({-1, logits.size(-1)}), ids.narrow(1, 1, 10).reshape({-1}));
@@ -38,7 +39,7 @@ Gradients train_step(bool checkpointing) {
   Gradients out;
   out.loss = loss.detach();
   for (auto& [name, t] : models::lora_parameters(model)) out.grads.push_back(t.grad().clone());
-  out.rng_after = torch::rand({4});
+  out.rng_after = torch::rand({4}, torch::TensorOptions().device(device));
   return out;
 }
 
@@ -53,6 +54,24 @@ TEST_CASE("gradient checkpointing gives the plain forward pass's gradients",
   for (size_t i = 0; i < plain.grads.size(); ++i) {
     INFO("adapter tensor " << i);
     CHECK(torch::allclose(plain.grads[i], recomputed.grads[i], 1e-5, 1e-7));
+  }
+  CHECK(torch::equal(plain.rng_after, recomputed.rng_after));
+}
+
+// On a GPU dropout draws from the device's generator, which the recomputation must replay too.
+TEST_CASE("gradient checkpointing on a GPU gives the plain forward pass's gradients",
+          "[models][checkpointing][cuda]") {
+  if (!torch::cuda::is_available()) {
+    WARN("no CUDA device: checkpointing's GPU replay is checked on a GPU machine");
+    return;
+  }
+  auto plain = train_step(false, torch::kCUDA);
+  auto recomputed = train_step(true, torch::kCUDA);
+  CHECK(torch::equal(plain.loss, recomputed.loss));
+  REQUIRE(plain.grads.size() == recomputed.grads.size());
+  for (size_t i = 0; i < plain.grads.size(); ++i) {
+    INFO("adapter tensor " << i);
+    CHECK(torch::allclose(plain.grads[i], recomputed.grads[i], 1e-4, 1e-6));
   }
   CHECK(torch::equal(plain.rng_after, recomputed.rng_after));
 }
