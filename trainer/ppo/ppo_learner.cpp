@@ -11,6 +11,7 @@
 #include "data/random.h"
 #include "models/lora.h"
 #include "trainer/dist/dist_env.h"
+#include "trainer/run/progress.h"
 
 namespace citeforge::trainer {
 PpoLearner make_ppo_learner(models::LlamaForCausalLM policy, models::ValueHead value_head,
@@ -243,7 +244,8 @@ void all_reduce_minibatch(const LearnerShare& share, std::vector<torch::Tensor>&
 }  // namespace
 
 PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_seed,
-                    int64_t iteration, const LearnerShare& share, const std::string& phase) {
+                    int64_t iteration, const LearnerShare& share, const std::string& phase,
+                    const PhaseReport& report) {
   const auto& c = l.config;
   const torch::Device device = l.params.front().device();
   const int64_t B = int64_t(batch.prompts.size());
@@ -255,8 +257,15 @@ PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_s
   const auto scored = score_batch(l, batch, stats, iteration);
   const auto& [packed, old_logprobs, old_values, advantages, returns] = scored;
   const auto& mask = packed.mask;
+  const int64_t per_epoch = (B + c.minibatch_size - 1) / std::max<int64_t>(1, c.minibatch_size);
+  const int64_t updates = c.ppo_epochs * per_epoch;
+  if (report)
+    report("log-probs, reference and values of " + std::to_string(B) + " answers in " +
+           format_duration(stats.reference_value_seconds) + "; " + std::to_string(updates) +
+           " minibatch updates next");
 
   auto start = std::chrono::steady_clock::now();
+  auto minibatch_start = start;
   data::Rng rng(shuffle_seed);
   double sums[kSlots] = {};
   for (int64_t epoch = 0; epoch < c.ppo_epochs && !stats.early_stopped; ++epoch) {
@@ -316,6 +325,11 @@ PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_s
       if (c.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(l.params, c.max_grad_norm);
       l.optimizer->step();
       ++stats.minibatch_updates;
+      if (report) {
+        report("minibatch update " + std::to_string(stats.minibatch_updates) + "/" +
+               std::to_string(updates) + " in " + format_duration(seconds_since(minibatch_start)));
+        minibatch_start = std::chrono::steady_clock::now();
+      }
       for (int k = 0; k < kNonFinite; ++k) sums[k] += total[k];
       if (c.kl_stop > 0 && kl_early_stop(total[kApproxKl], c.kl_stop)) {
         stats.early_stopped = true;

@@ -81,14 +81,18 @@ struct LearnerShare {
   std::function<void(torch::Tensor& values, const std::string& phase)> all_reduce_sum;
 };
 
+// Told each phase of an update as it ends (the scoring pass, each minibatch), so that an update
+// that takes minutes on a CPU is not silent until it is done.
+using PhaseReport = std::function<void(const std::string& what)>;
+
 // One PPO update from `batch`. `shuffle_seed` orders the minibatches; `phase` prefixes the
-// names of several learners' collectives. Throws Error (naming `iteration`) on a non-finite
-// loss, before any parameter changes from that minibatch, and when the learner's
-// log-probabilities of the sampled tokens stray from the sampler's by more than
-// ppo.max_logprob_gap.
+// names of several learners' collectives; `report`, when set, hears of each phase as it ends.
+// Throws Error (naming `iteration`) on a non-finite loss, before any parameter changes from that
+// minibatch, and when the learner's log-probabilities of the sampled tokens stray from the
+// sampler's by more than ppo.max_logprob_gap.
 PpoStats ppo_update(PpoLearner& learner, const Trajectories& batch, uint64_t shuffle_seed,
                     int64_t iteration, const LearnerShare& share = {},
-                    const std::string& phase = "ppo");
+                    const std::string& phase = "ppo", const PhaseReport& report = {});
 
 // Prompt + response packed for one forward pass: prompts left-padded to P, responses
 // right-padded to R; `mask` [B, R] marks real response tokens.

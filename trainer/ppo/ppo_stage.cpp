@@ -180,10 +180,18 @@ void run_ppo(RunContext& run, const std::string& stage) {
     }
     const double rollout_s = seconds_since(iteration_start);  // until every shard is here
 
+    // On a CPU an iteration takes minutes; the lead says each phase as it ends.
+    const std::string at = "iteration " + std::to_string(it) + "/" + std::to_string(c.iterations);
+    PhaseReport report;
+    if (me.lead) {
+      progress->note(at + ": rollout of " + std::to_string(batch.size()) + " answers in " +
+                     format_duration(rollout_s));
+      report = [&](const std::string& what) { progress->note(at + ": " + what); };
+    }
     PpoStats stats;
     if (me.learner)
       stats = ppo_update(*learner, trajectories, ppo_shuffle_seed(run, stage, it), it, share,
-                         phase(it, "gradients"));
+                         phase(it, "gradients"), report);
     version = it;
     int64_t weight_bytes = 0;
     if (me.group)

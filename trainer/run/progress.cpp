@@ -47,4 +47,10 @@ void Progress::finish(const std::string& status) {
   std::fflush(stderr);
 }
 
+void Progress::note(const std::string& text) {
+  std::fprintf(stderr, "%s[%s] %s  elapsed %s\n", tty_ ? "\r\033[K" : "", label_.c_str(),
+               text.c_str(), format_duration(elapsed_seconds()).c_str());
+  std::fflush(stderr);
+}
+
 }  // namespace citeforge::trainer

@@ -13,6 +13,9 @@ class Progress {
   // Reports `done` of `total` units with a free-form status ("loss 1.23  lr 2e-4 ...").
   void update(int64_t done, const std::string& status);
   void finish(const std::string& status);
+  // A line of its own between updates ("iteration 2/4: rollout of 16 answers in 95s"), for
+  // work whose units take minutes: the phases inside a unit are shown as they end.
+  void note(const std::string& text);
   double elapsed_seconds() const;
 
  private:

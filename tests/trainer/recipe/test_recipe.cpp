@@ -119,6 +119,11 @@ TEST_CASE("run: PPO after SFT killed mid-run resumes to the same results",
         read_file((root / "killed/checkpoints/sft+ppo-2/trainable.safetensors").string()));
   for (const char* f : {"tables", "selection.json", "eval/ppo-2/validation.h5"})
     CHECK(fs::exists(root / "straight" / f));
+  // Each phase of an iteration is said as it ends, not only the iteration's summary.
+  for (const char* phase :
+       {"[ppo] iteration 2/4: rollout of ", "[sft+ppo] iteration 4/4: rollout of ",
+        "iteration 1/4: log-probs, reference and values of ", "iteration 3/4: minibatch update 1/"})
+    CHECK(straight.output.find(phase) != std::string::npos);
 
   // What a PPO user looks for is in the run's own metrics.jsonl, every logged iteration of
   // both PPO settings, and its curves are drawn (scripts/setup.sh installs gnuplot).
