@@ -1,7 +1,10 @@
 // citeforge tables RUN_DIR... [--metric M] [--validation TEST_SET] [--out DIR] [--no-plots]
 // Rebuilds each run's results.json, selection.json, tables/ and plots/ from its evaluation
-// archives alone; with several runs it also prints (and with --out writes) the combined
-// tables, one Model column per run.
+// archives alone, and prints the combined tables, one Model column per run. With --out the runs
+// are only read: each run's files go to DIR/<run name>/ and the combined tables to
+// DIR/tables.md, so a selection on another set (the paper's in-distribution test set, say)
+// never replaces the one a run made on its validation set.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -24,18 +27,30 @@ int command_tables(const Args& raw) {
   if (auto m = args.get("metric")) options.metric = *m;
   if (auto v = args.get("validation")) options.validation = *v;
   options.plots = !args.has("no-plots");
+  const auto out = args.get("out");
   std::vector<RunSummary> runs;
+  std::vector<std::string> names;
   for (const auto& dir : args.positional) {
     if (!fs::is_directory(dir)) fail_at(dir, "", "run directory does not exist");
+    if (out) {
+      const std::string name = run_name(dir);
+      if (std::find(names.begin(), names.end(), name) != names.end())
+        fail_at(dir, "",
+                "another run directory given is also named '" + name +
+                    "'; with --out each run's tables go to DIR/<run name>/");
+      names.push_back(name);
+      options.out_dir = (fs::path(*out) / name).string();
+    }
     auto tabled = table_run(dir, options);
     for (const auto& warning : tabled.plots.warnings)
       std::fprintf(stderr, "[tables] plots: %s\n", warning.c_str());
-    std::fprintf(stderr, "[tables] %s: %zu files, %zu plots\n", dir.c_str(), tabled.files.size(),
-                 tabled.plots.images.size());
+    std::fprintf(stderr, "[tables] %s: %zu files, %zu plots%s\n", dir.c_str(), tabled.files.size(),
+                 tabled.plots.images.size(),
+                 out ? (" in " + *options.out_dir + " (the run is left as it was)").c_str() : "");
     runs.push_back(std::move(tabled.summary));
   }
   const std::string combined = tables_markdown(runs);
-  if (auto out = args.get("out")) {
+  if (out) {
     fs::create_directories(*out);
     write_file_atomically((fs::path(*out) / "tables.md").string(), combined);
     std::fprintf(stderr, "[tables] wrote %s/tables.md\n", out->c_str());

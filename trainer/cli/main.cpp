@@ -70,7 +70,9 @@ const std::map<std::string, Command>& commands() {
       {"tables",
        {command_tables, "rebuild the papers' tables and plots of run directories",
         "citeforge tables RUN_DIR... [--metric M] [--validation TEST_SET] [--out DIR]\n"
-        "    [--no-plots]"}},
+        "    [--no-plots]\n"
+        "(without --out each run's tables are rewritten in place; with --out the runs are\n"
+        "only read and everything goes to DIR/<run name>/ and DIR/tables.md)"}},
       {"export",
        {command_export, "export a checkpoint's adapter (peft) or a merged model",
         "citeforge export --checkpoint DIR --format peft|merged --out DIR [--model BASE_DIR]"}},

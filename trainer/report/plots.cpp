@@ -218,7 +218,8 @@ constexpr PpoColumn kPpoColumns[] = {
 
 }  // namespace
 
-PlotReport write_ppo_plots(const std::string& run_dir, const PlotOptions& options) {
+PlotReport write_ppo_plots(const std::string& run_dir, const PlotOptions& options,
+                           const std::string& out_dir) {
   PlotReport report;
   const fs::path metrics = fs::path(run_dir) / "metrics.jsonl";
   if (!fs::exists(metrics)) return report;
@@ -241,7 +242,7 @@ PlotReport write_ppo_plots(const std::string& run_dir, const PlotOptions& option
   }
   if (stages.empty()) return report;
 
-  const fs::path dir = fs::path(run_dir) / "plots";
+  const fs::path dir = fs::path(out_dir.empty() ? run_dir : out_dir) / "plots";
   fs::create_directories(dir);
   const std::string data_path = (dir / "ppo.dat").string();
   const std::string script_path = (dir / "ppo.gp").string();

@@ -32,7 +32,8 @@ PlotReport write_plots(const std::string& run_dir, const std::vector<ResultRecor
 // reference, k1 and k3, and the KL coefficient) against iterations, a line per PPO setting.
 // When a resumed run logged an iteration twice, the later record counts. A run without PPO
 // records writes nothing; a line that is not JSON (a run killed mid-write) is skipped with a
-// warning naming it.
-PlotReport write_ppo_plots(const std::string& run_dir, const PlotOptions& options = {});
+// warning naming it. With `out_dir` the plots go to OUT_DIR/plots/ instead.
+PlotReport write_ppo_plots(const std::string& run_dir, const PlotOptions& options = {},
+                           const std::string& out_dir = "");
 
 }  // namespace citeforge::trainer

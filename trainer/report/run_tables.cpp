@@ -18,16 +18,19 @@ std::string run_name(const std::string& run_dir) {
 
 TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
   TabledRun out;
+  const std::string dest = options.out_dir.value_or(run_dir);
+  fs::create_directories(dest);
   std::vector<ResultRecord> results = results_from_archives(run_dir);
-  std::string results_file = results_path(run_dir);
+  std::string results_file = results_path(dest);
   write_results(results_file, results);
   out.files.push_back(results_file);
 
   // Re-tabling keeps the run's own choice of metric and validation set unless told otherwise.
-  std::string selection_file = selection_path(run_dir);
+  const std::string own_selection = selection_path(run_dir);
+  std::string selection_file = selection_path(dest);
   SelectionOptions selection;
-  if ((!options.metric || !options.validation) && fs::exists(selection_file))
-    read_selection(selection_file, &selection);
+  if ((!options.metric || !options.validation) && fs::exists(own_selection))
+    read_selection(own_selection, &selection);
   if (options.metric) selection.metric = *options.metric;
   if (options.validation) selection.validation = *options.validation;
   auto test_sets = test_sets_of(results);
@@ -57,14 +60,14 @@ TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
                     m) == out.summary.correlation_metrics.end())
         out.summary.correlation_metrics.push_back(m);
 
-  for (auto& file : write_tables(run_dir, out.summary)) out.files.push_back(std::move(file));
+  for (auto& file : write_tables(dest, out.summary)) out.files.push_back(std::move(file));
   if (options.plots) {
-    out.plots = write_plots(run_dir, results, options.plot);
+    out.plots = write_plots(dest, results, options.plot);
     // Said once: the epoch plots already warned when gnuplot is missing.
     const bool gnuplot_missing =
         std::any_of(out.plots.warnings.begin(), out.plots.warnings.end(),
                     [](const std::string& w) { return w.find("cannot run") != std::string::npos; });
-    auto ppo = write_ppo_plots(run_dir, options.plot);
+    auto ppo = write_ppo_plots(run_dir, options.plot, dest);
     for (auto& image : ppo.images) out.plots.images.push_back(std::move(image));
     for (auto& script : ppo.scripts) out.plots.scripts.push_back(std::move(script));
     for (auto& warning : ppo.warnings)

@@ -1,6 +1,7 @@
 // The `tables` stage of a run (docs/design.md §5), from its evaluation archives alone: rebuilds
 // results.json from eval/*/*.h5, selects a checkpoint per setting into selection.json, and
-// writes tables/ and plots/. `citeforge tables` and the pipeline's last stage both call it.
+// writes tables/ and plots/ (into the run directory, or into TablesOptions::out_dir). `citeforge
+// tables` and the pipeline's last stage both call it.
 #pragma once
 
 #include <optional>
@@ -24,6 +25,10 @@ struct TablesOptions {
   std::vector<std::string> correlation_metrics;
   bool plots = true;
   PlotOptions plot;
+  // Where results.json, selection.json, tables/ and plots/ are written; unset: the run directory
+  // itself. Set, the run directory is only read, so selecting on another set or metric leaves
+  // the run's own selection and tables as they were.
+  std::optional<std::string> out_dir;
 };
 
 struct TabledRun {
