@@ -59,8 +59,12 @@ std::string data_file(const std::vector<Series>& series, const std::vector<std::
       for (const auto& m : metrics) {
         const rewards::Aggregate* a = find_metric(r, m);
         double nan = std::nan("");
-        out += " " + number(a ? a->mean : nan) + " " + number(a ? a->ci_low : nan) + " " +
-               number(a ? a->ci_high : nan);
+        // Appended piece by piece: GCC 12 warns falsely (-Wstringop-overflow) on the
+        // concatenation of temporaries here.
+        for (double value : {a ? a->mean : nan, a ? a->ci_low : nan, a ? a->ci_high : nan}) {
+          out += ' ';
+          out += number(value);
+        }
       }
       out += "\n";
     };
@@ -256,9 +260,11 @@ PlotReport write_ppo_plots(const std::string& run_dir, const PlotOptions& option
     data += "# setting " + stage + "\n";
     for (const auto& [it, r] : records) {
       data += std::to_string(it);
-      for (const auto& c : kPpoColumns)
-        data += " " + number(r.contains(c.key) && r[c.key].is_number() ? r[c.key].get<double>()
-                                                                       : std::nan(""));
+      for (const auto& c : kPpoColumns) {
+        data += ' ';
+        data += number(r.contains(c.key) && r[c.key].is_number() ? r[c.key].get<double>()
+                                                                 : std::nan(""));
+      }
       data += "\n";
     }
   }
