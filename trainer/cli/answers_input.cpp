@@ -1,7 +1,10 @@
 #include "trainer/cli/answers_input.h"
 
+#include <cstdio>
+
 #include "common/error.h"
 #include "data/answers.h"
+#include "trainer/eval/eval_archive.h"
 
 namespace citeforge::trainer {
 
@@ -11,7 +14,32 @@ std::string list_names(const std::map<std::string, std::string>& references) {
   return names.empty() ? "none" : names;
 }
 
-std::vector<std::string> answers_for(const std::vector<data::Example>& examples,
+namespace {
+
+bool is_archive(const std::string& path) {
+  return path.size() > 3 && path.compare(path.size() - 3, 3, ".h5") == 0;
+}
+
+// An evaluation archive's answers by id; `examples` keeps those the archive answered.
+std::map<std::string, std::string> archive_answers(std::vector<data::Example>& examples,
+                                                   const std::string& archive_path,
+                                                   const std::string& data_path) {
+  const EvalRecord record = read_eval_archive(archive_path);
+  std::map<std::string, std::string> answers;
+  for (std::size_t i = 0; i < record.ids.size(); ++i)
+    answers[record.ids[i]] = record.generations[i];
+  const std::size_t all = examples.size();
+  std::erase_if(examples, [&](const data::Example& e) { return !answers.count(e.id); });
+  if (examples.size() < all)
+    std::fprintf(stderr,
+                 "[answers] %s answers %zu of the %zu examples in %s; the others are left out\n",
+                 archive_path.c_str(), examples.size(), all, data_path.c_str());
+  return answers;
+}
+
+}  // namespace
+
+std::vector<std::string> answers_for(std::vector<data::Example>& examples,
                                      const std::string& data_path, const CliArgs& cli) {
   std::vector<std::string> out;
   if (auto reference = cli.get("reference")) {
@@ -26,7 +54,8 @@ std::vector<std::string> answers_for(const std::vector<data::Example>& examples,
     return out;
   }
   std::string answers_path = cli.require("answers");
-  auto answers = data::read_answers_jsonl(answers_path);
+  auto answers = is_archive(answers_path) ? archive_answers(examples, answers_path, data_path)
+                                          : data::read_answers_jsonl(answers_path);
   std::map<std::string, bool> known;
   for (const auto& e : examples) known[e.id] = true;
   for (const auto& [id, answer] : answers)

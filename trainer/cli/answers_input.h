@@ -1,6 +1,7 @@
 // The answers a command reads beside an example file, as `score` and `fix-citations` take them:
-// `--answers FILE.jsonl` (one {"id", "answer"} per example) or `--reference NAME` (each
-// example's reference answer of that name).
+// `--answers FILE.jsonl` (one {"id", "answer"} per example), `--answers ARCHIVE.h5` (a run's
+// evaluation archive, eval/<stage>-<k>/<test set>.h5: the answers that checkpoint wrote) or
+// `--reference NAME` (each example's reference answer of that name).
 #pragma once
 
 #include <map>
@@ -17,7 +18,9 @@ std::string list_names(const std::map<std::string, std::string>& references);
 
 // The answer of each example, in the order of the data file. Errors name the file and the
 // example or id: a missing reference, an answer for no example, an example without an answer.
-std::vector<std::string> answers_for(const std::vector<data::Example>& examples,
+// An archive may answer a subset of the data file (a run evaluates a seeded sample of a test
+// set): `examples` is then cut to the archive's examples, and the cut is said on stderr.
+std::vector<std::string> answers_for(std::vector<data::Example>& examples,
                                      const std::string& data_path, const CliArgs& cli);
 
 }  // namespace citeforge::trainer

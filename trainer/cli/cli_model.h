@@ -1,6 +1,9 @@
 // The model a command reads answers with (fix-citations' model methods, evaluate-retriever's
 // answers): --model DIR|FILE.gguf on the CPU in --dtype float32|bfloat16, with an optional
-// --adapter, and its tokenizer.
+// --adapter, and its tokenizer. The base is quantised as --quantization none|nf4 says; without
+// it, as the run that trained the adapter was (an adapter under RUN/checkpoints/ beside
+// RUN/config.resolved.yaml), so a QLoRA checkpoint is read on the NF4 base it was trained and
+// answered on rather than on its dense twin.
 #pragma once
 
 #include <memory>
@@ -16,6 +19,11 @@ struct CliModel {
   models::LlamaForCausalLM model{nullptr};
   std::unique_ptr<models::Tokenizer> tokenizer;
 };
+
+// "none" or "nf4": --quantization, else the model.quantization of the run the adapter sits in,
+// else "none". `log` says when the run's choice is taken.
+std::string base_quantization(const CliArgs& cli, const std::string& command,
+                              void (*log)(const std::string&));
 
 // `command` prefixes the errors; `log` prints the GGUF import's progress lines.
 CliModel load_cli_model(const CliArgs& cli, const std::string& command,

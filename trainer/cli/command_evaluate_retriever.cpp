@@ -47,7 +47,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: citeforge evaluate-retriever --data FILE.jsonl [--corpus PASSAGES.jsonl] [--k N] "
     "[--out DIR]\n"
-    "  answers too: --model DIR|FILE.gguf [--adapter DIR] --chat FORMAT --template NAME|FILE\n"
+    "  answers too: --model DIR|FILE.gguf [--adapter DIR] [--quantization none|nf4] --chat FORMAT "
+    "--template NAME|FILE\n"
     "  [--templates DIR] [--reference NAME] [--judge-template NAME|FILE] [--limit N]\n"
     "  [--max-new-tokens N] [--batch-size N] [--dtype float32|bfloat16] [--seed S]";
 
@@ -165,11 +166,11 @@ nlohmann::ordered_json compare_answers(const std::vector<std::string>& answers,
 }  // namespace
 
 int command_evaluate_retriever(const Args& args) {
-  CliArgs cli = parse_cli(
-      "evaluate-retriever", args,
-      {"data", "corpus", "k", "out", "model", "adapter", "chat", "template", "templates",
-       "reference", "judge-template", "limit", "max-new-tokens", "batch-size", "dtype", "seed"},
-      {});
+  CliArgs cli = parse_cli("evaluate-retriever", args,
+                          {"data", "corpus", "k", "out", "model", "adapter", "quantization", "chat",
+                           "template", "templates", "reference", "judge-template", "limit",
+                           "max-new-tokens", "batch-size", "dtype", "seed"},
+                          {});
   if (!cli.positional.empty())
     throw Error("evaluate-retriever: unexpected argument '" + cli.positional.front() + "'; " +
                 kUsage);

@@ -26,10 +26,12 @@ namespace citeforge::trainer {
 namespace {
 constexpr const char* kUsage =
     "usage: citeforge fix-citations --data FILE.jsonl (--reference NAME | --answers "
-    "ANSWERS.jsonl) --out FIXED.jsonl [--method keyword|keyword_bm25|bertscore|attention|"
+    "ANSWERS.jsonl|ARCHIVE.h5) --out FIXED.jsonl [--method "
+    "keyword|keyword_bm25|bertscore|attention|"
     "ask_model] [--bm25-weight W]\n"
-    "  model methods: --model DIR|FILE.gguf [--adapter DIR] --chat FORMAT --template "
-    "NAME|FILE [--templates DIR] [--ask-template FILE] [--layer N] [--dtype float32|bfloat16]";
+    "  model methods: --model DIR|FILE.gguf [--adapter DIR] [--quantization none|nf4] --chat "
+    "FORMAT --template NAME|FILE [--templates DIR] [--ask-template FILE] [--layer N] [--dtype "
+    "float32|bfloat16]";
 
 // The model, its tokenizer and the templates a model method reads the answers with.
 struct LoadedReader {
@@ -61,7 +63,7 @@ int command_fix_citations(const Args& args) {
   CliArgs cli =
       parse_cli("fix-citations", args,
                 {"data", "answers", "reference", "out", "method", "bm25-weight", "model", "adapter",
-                 "chat", "template", "templates", "ask-template", "layer", "dtype"},
+                 "quantization", "chat", "template", "templates", "ask-template", "layer", "dtype"},
                 {});
   if (!cli.positional.empty())
     throw Error("fix-citations: unexpected argument '" + cli.positional.front() + "'; " + kUsage);
@@ -80,11 +82,11 @@ int command_fix_citations(const Args& args) {
   options.bm25_weight = cli.number("bm25-weight", options.bm25_weight);
   if (!(options.bm25_weight >= 0)) throw Error("fix-citations: --bm25-weight must be >= 0");
 
-  const auto examples = data::read_examples_jsonl(data_path);
+  auto examples = data::read_examples_jsonl(data_path);
   if (examples.empty()) fail_at(data_path, "", "no examples");
   const bool with_model = attribution::needs_model(options.method);
   for (const char* option :
-       {"model", "adapter", "chat", "template", "ask-template", "layer", "dtype"})
+       {"model", "adapter", "quantization", "chat", "template", "ask-template", "layer", "dtype"})
     if (!with_model && cli.has(option))
       throw Error(std::string("fix-citations: --") + option + " is for the model methods, not " +
                   attribution::to_string(options.method));

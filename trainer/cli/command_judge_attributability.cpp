@@ -33,8 +33,9 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: citeforge judge-attributability --data FILE.jsonl (--reference NAME | --answers "
-    "ANSWERS.jsonl)\n"
-    "  --model DIR|FILE.gguf [--adapter DIR] --chat FORMAT [--judge-template NAME|FILE]\n"
+    "ANSWERS.jsonl|ARCHIVE.h5)\n"
+    "  --model DIR|FILE.gguf [--adapter DIR] [--quantization none|nf4] --chat FORMAT "
+    "[--judge-template NAME|FILE]\n"
     "  [--templates DIR] (--threshold T | --calibrate LABELLED.jsonl --calibrate-reference "
     "NAME)\n"
     "  [--limit N] [--out DIR] [--dtype float32|bfloat16] [--seed S]";
@@ -95,11 +96,11 @@ nlohmann::ordered_json calibrate(attribution::YesNoJudge& judge, const std::stri
 }  // namespace
 
 int command_judge_attributability(const Args& args) {
-  CliArgs cli = parse_cli(
-      "judge-attributability", args,
-      {"data", "answers", "reference", "model", "adapter", "chat", "judge-template", "templates",
-       "threshold", "calibrate", "calibrate-reference", "limit", "out", "dtype", "seed"},
-      {});
+  CliArgs cli = parse_cli("judge-attributability", args,
+                          {"data", "answers", "reference", "model", "adapter", "quantization",
+                           "chat", "judge-template", "templates", "threshold", "calibrate",
+                           "calibrate-reference", "limit", "out", "dtype", "seed"},
+                          {});
   if (!cli.positional.empty())
     throw Error("judge-attributability: unexpected argument '" + cli.positional.front() + "'; " +
                 kUsage);
@@ -119,7 +120,7 @@ int command_judge_attributability(const Args& args) {
     if (!cli.has(option))
       throw Error(std::string("judge-attributability: --") + option + " is required; " + kUsage);
   const std::string data_path = cli.require("data");
-  const auto examples = data::read_examples_jsonl(data_path);
+  auto examples = data::read_examples_jsonl(data_path);
   const auto answers = answers_for(examples, data_path, cli);
   const uint64_t seed = uint64_t(cli.integer("seed", 0));
 

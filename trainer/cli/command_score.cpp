@@ -24,7 +24,8 @@ namespace citeforge::trainer {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: citeforge score --data FILE.jsonl (--reference NAME | --answers ANSWERS.jsonl) "
+    "usage: citeforge score --data FILE.jsonl (--reference NAME | --answers "
+    "ANSWERS.jsonl|ARCHIVE.h5) "
     "[--out DIR] [--invalid-citations penalize|ignore] [--overlap-reference NAME]";
 
 // Metrics that depend on the relevance labels. When the labels were derived from the very

@@ -8,6 +8,7 @@
 #include "data/example.h"
 #include "tests/test_paths.h"
 #include "trainer/cli/commands.h"
+#include "trainer/eval/eval_archive.h"
 
 using namespace citeforge;
 using citeforge::testing::temp_dir;
@@ -93,6 +94,36 @@ TEST_CASE("score --answers writes per_example.jsonl and summary.json", "[score]"
   CHECK(summary["precision"]["ci_high"].get<double>() >=
         summary["precision"]["mean"].get<double>());
   CHECK(summary.size() == 16);
+}
+
+TEST_CASE("score --answers reads a run's evaluation archive, which may answer a subset",
+          "[score]") {
+  auto dir = temp_dir("score-archive");
+  std::string examples = write_examples(dir);
+  trainer::EvalRecord record;
+  record.stage = "sft+ppo";
+  record.epoch = 1;
+  record.test_set = "validation";
+  record.checkpoint = "checkpoints/sft+ppo-1";
+  record.ids = {"a"};  // a seeded sample: b was not evaluated
+  record.prompts = {"prompt of a"};
+  record.generations = {"One [1]. Two [2]. Seven [7]."};
+  const std::string archive = (dir / "validation.h5").string();
+  trainer::write_eval_archive(archive, record);
+  std::string out = (dir / "out").string();
+  REQUIRE(trainer::command_score({"--data", examples, "--answers", archive, "--out", out}) == 0);
+  auto rows = read_jsonl(out + "/per_example.jsonl");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["id"] == "a");
+  CHECK(rows[0]["precision"].get<double>() == Approx(1.0 / 3));
+
+  // An id the data file lacks is an error naming the archive and the id.
+  record.ids = {"a", "zz"};
+  record.prompts = {"p", "p"};
+  record.generations = {"x", "y"};
+  trainer::write_eval_archive(archive, record);
+  const std::string error = error_of({"--data", examples, "--answers", archive});
+  CHECK_THAT(error, Catch::Contains("validation.h5") && Catch::Contains("'zz'"));
 }
 
 TEST_CASE("score --invalid-citations ignore drops I from the formulas", "[score]") {
