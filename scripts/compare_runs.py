@@ -4,12 +4,19 @@ code left a run's behaviour as it was (the same config run before and after), or
 reproduces a recorded one. Standard library only.
 
     scripts/compare_runs.py OLD_RUN_DIR NEW_RUN_DIR
+    scripts/compare_runs.py --partial OLD_RUN_DIR NEW_RUN_DIR
 
 Compared: every metric of every (stage, epoch, test set) record of OLD's results.json must be
 in NEW's with the same mean, count and interval (metrics only NEW has are listed, not counted
 as differences); every checkpoint file ending in .safetensors must be byte-identical; and
 metrics.jsonl must hold the same records once wall-clock fields are removed. Exits 1 on any
-difference, naming it."""
+difference, naming it.
+
+--partial compares a run still in progress (or one killed and resumed) with a finished one:
+only the results.json records and checkpoints both have, and the training records of
+metrics.jsonl by (stage, step or iteration), the last one logged winning as in a resumed run;
+resume events are left out. OLD may be a copy of a run's results.json, metrics.jsonl and
+checkpoints alone (a recorded run in experiments/)."""
 
 import json
 import sys
@@ -33,12 +40,29 @@ def metrics_log(run):
     return out
 
 
+def training_records(run):
+    """The training records by (stage, step or iteration), the last logged winning."""
+    out = {}
+    for record in metrics_log(run):
+        if "event" in record:
+            continue
+        out[(record.get("stage"), record.get("step", record.get("iteration")))] = record
+    return out
+
+
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    partial = bool(args) and args[0] == "--partial"
+    if partial:
+        args = args[1:]
+    if len(args) != 2:
         sys.exit(__doc__)
-    old, new = Path(sys.argv[1]), Path(sys.argv[2])
+    old, new = Path(args[0]), Path(args[1])
     problems = []
     old_results, new_results = results(old), results(new)
+    if partial:
+        old_results = {k: v for k, v in old_results.items() if k in new_results}
+        new_results = {k: v for k, v in new_results.items() if k in old_results}
     same, added = 0, set()
     for key, metrics in old_results.items():
         if key not in new_results:
@@ -55,12 +79,21 @@ def main():
         problems.append(f"results.json: {key} only in {new}")
 
     files = sorted(p.relative_to(old) for p in (old / "checkpoints").rglob("*.safetensors"))
+    if partial:
+        files = [f for f in files if (new / f).exists()]
     for f in files:
         if not (new / f).exists() or (old / f).read_bytes() != (new / f).read_bytes():
             problems.append(f"{f} differs")
-    old_log = metrics_log(old)
-    if old_log != metrics_log(new):
-        problems.append("metrics.jsonl differs (timings removed)")
+    if partial:
+        old_records, new_records = training_records(old), training_records(new)
+        old_log = [k for k in old_records if k in new_records]
+        for k in old_log:
+            if old_records[k] != new_records[k]:
+                problems.append(f"metrics.jsonl: {k} differs (timings removed)")
+    else:
+        old_log = metrics_log(old)
+        if old_log != metrics_log(new):
+            problems.append("metrics.jsonl differs (timings removed)")
 
     print(f"results.json: {len(old_results)} records, {same} metric values identical"
           + (f"; metrics only in the new run: {', '.join(sorted(added))}" if added else ""))
