@@ -1,5 +1,7 @@
 #include "trainer/report/run_tables.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -8,6 +10,24 @@
 namespace citeforge::trainer {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// A run still going (or killed before its end) has no selection.json yet; its resolved config
+// says what it will select on, so tabling it mid-way ranks checkpoints as the run itself will.
+void read_config_selection(const std::string& run_dir, SelectionOptions* selection) {
+  const std::string config = (fs::path(run_dir) / "config.resolved.yaml").string();
+  if (!fs::exists(config)) return;
+  try {
+    YAML::Node node = YAML::LoadFile(config)["selection"];
+    if (node && node["metric"]) selection->metric = node["metric"].as<std::string>();
+    if (node && node["test_set"]) selection->validation = node["test_set"].as<std::string>();
+  } catch (const YAML::Exception& e) {
+    fail_at(config, "selection", std::string("cannot be read: ") + e.what());
+  }
+}
+
+}  // namespace
 
 std::string run_name(const std::string& run_dir) {
   fs::path path = fs::path(run_dir).lexically_normal();
@@ -29,8 +49,12 @@ TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
   const std::string own_selection = selection_path(run_dir);
   std::string selection_file = selection_path(dest);
   SelectionOptions selection;
-  if ((!options.metric || !options.validation) && fs::exists(own_selection))
-    read_selection(own_selection, &selection);
+  if (!options.metric || !options.validation) {
+    if (fs::exists(own_selection))
+      read_selection(own_selection, &selection);
+    else
+      read_config_selection(run_dir, &selection);
+  }
   if (options.metric) selection.metric = *options.metric;
   if (options.validation) selection.validation = *options.validation;
   auto test_sets = test_sets_of(results);

@@ -15,7 +15,8 @@ namespace citeforge::trainer {
 
 struct TablesOptions {
   // Selection metric and validation test set; unset: those recorded in the run's
-  // selection.json, else "f1" on "validation".
+  // selection.json, else its config.resolved.yaml's selection (a run still going), else "f1"
+  // on "validation".
   std::optional<std::string> metric;
   std::optional<std::string> validation;
   // Table 3's roles; unset: the validation set is in-distribution, every other set OOD.
