@@ -13,18 +13,32 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A run still going (or killed before its end) has no selection.json yet; its resolved config
-// says what it will select on, so tabling it mid-way ranks checkpoints as the run itself will.
-void read_config_selection(const std::string& run_dir, SelectionOptions* selection) {
+// What the run's resolved config says of selection and of Table 3's roles. A run still going (or
+// killed before its end) has no selection.json yet, and no file but the config records which
+// sets are out of distribution; reading both makes `tables RUN` give the run's own tables.
+struct ConfiguredRun {
+  std::optional<std::string> metric, validation;
+  std::vector<std::string> out_of_distribution;
+};
+
+ConfiguredRun read_run_config(const std::string& run_dir) {
+  ConfiguredRun out;
   const std::string config = (fs::path(run_dir) / "config.resolved.yaml").string();
-  if (!fs::exists(config)) return;
+  if (!fs::exists(config)) return out;
   try {
-    YAML::Node node = YAML::LoadFile(config)["selection"];
-    if (node && node["metric"]) selection->metric = node["metric"].as<std::string>();
-    if (node && node["test_set"]) selection->validation = node["test_set"].as<std::string>();
+    YAML::Node root = YAML::LoadFile(config);
+    if (auto s = root["selection"]) {
+      if (s["metric"]) out.metric = s["metric"].as<std::string>();
+      if (s["test_set"]) out.validation = s["test_set"].as<std::string>();
+    }
+    if (auto data = root["data"]; data && data["test_sets"])
+      for (const auto& t : data["test_sets"])
+        if (t["ood"] && t["ood"].as<bool>())
+          out.out_of_distribution.push_back(t["name"].as<std::string>());
   } catch (const YAML::Exception& e) {
-    fail_at(config, "selection", std::string("cannot be read: ") + e.what());
+    fail_at(config, "selection, data.test_sets", std::string("cannot be read: ") + e.what());
   }
+  return out;
 }
 
 }  // namespace
@@ -48,12 +62,13 @@ TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
   // Re-tabling keeps the run's own choice of metric and validation set unless told otherwise.
   const std::string own_selection = selection_path(run_dir);
   std::string selection_file = selection_path(dest);
+  const ConfiguredRun configured = read_run_config(run_dir);
   SelectionOptions selection;
-  if (!options.metric || !options.validation) {
-    if (fs::exists(own_selection))
-      read_selection(own_selection, &selection);
-    else
-      read_config_selection(run_dir, &selection);
+  if (fs::exists(own_selection)) {
+    if (!options.metric || !options.validation) read_selection(own_selection, &selection);
+  } else {
+    selection.metric = configured.metric.value_or(selection.metric);
+    selection.validation = configured.validation.value_or(selection.validation);
   }
   if (options.metric) selection.metric = *options.metric;
   if (options.validation) selection.validation = *options.validation;
@@ -74,8 +89,13 @@ TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
 
   out.summary.roles =
       default_roles(results, options.in_distribution.value_or(selection.validation));
-  if (!options.out_of_distribution.empty())
-    out.summary.roles.out_of_distribution = options.out_of_distribution;
+  std::vector<std::string> ood = options.out_of_distribution;
+  if (ood.empty())  // as the run's own tables: its configured OOD sets, less the one selected on
+    for (const auto& t : configured.out_of_distribution)
+      if (t != out.summary.roles.in_distribution &&
+          std::find(test_sets.begin(), test_sets.end(), t) != test_sets.end())
+        ood.push_back(t);
+  if (!ood.empty()) out.summary.roles.out_of_distribution = ood;
   check_roles(out.summary.roles, results, run_dir);
   out.summary.correlation_metrics = options.correlation_metrics;
   if (out.summary.correlation_metrics.empty())

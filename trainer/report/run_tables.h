@@ -19,7 +19,8 @@ struct TablesOptions {
   // on "validation".
   std::optional<std::string> metric;
   std::optional<std::string> validation;
-  // Table 3's roles; unset: the validation set is in-distribution, every other set OOD.
+  // Table 3's roles; unset: the validation set is in-distribution, and OOD are the sets the
+  // run's config marks `ood` (as in the run's own tables), else every other set.
   std::optional<std::string> in_distribution;
   std::vector<std::string> out_of_distribution;
   // Table 3's metrics; empty: the selection metric, f1 and source_quality.

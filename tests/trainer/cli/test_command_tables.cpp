@@ -69,3 +69,35 @@ TEST_CASE("tables --out selects on another set without touching the run", "[trai
   CHECK(nlohmann::json::parse(read_file((run / "selection.json").string()))["validation"] ==
         "test_ood");
 }
+
+TEST_CASE("tables in place gives the run's own Table 3 roles", "[trainer][tables]") {
+  // Three sets: validation (selected on), test (in distribution) and test_ood (ood: true). The
+  // run correlates validation with test_ood only; re-tabling must not add "validation & test".
+  const auto root = testing::temp_dir("tables-roles");
+  const fs::path run = root / "three_sets";
+  auto made = testing::run_citeforge(
+      "run tests/fixtures/configs/tiny.yaml --out " + run.string() +
+      " --set pretrain.enabled=false --set sft.epochs=2 --set 'data.test_sets=[{name: validation, "
+      "path: \"synth:validation\"}, {name: test, path: \"synth:test\"}, {name: test_ood, path: "
+      "\"synth:test_ood\", ood: true}]'");
+  INFO(made.output);
+  REQUIRE(made.exit_code == 0);
+  const std::string table3 = read_file((run / "tables/table3_correlation.md").string());
+  REQUIRE(table3.find("validation & test_ood") != std::string::npos);
+  REQUIRE(table3.find("validation & test ") == std::string::npos);
+
+  auto again = testing::run_citeforge("tables " + run.string() + " --no-plots");
+  INFO(again.output);
+  REQUIRE(again.exit_code == 0);
+  CHECK(read_file((run / "tables/table3_correlation.md").string()) == table3);
+
+  // Selecting on the in-distribution test set pairs it with the OOD set, the paper's Table 3.
+  auto by_id = testing::run_citeforge("tables " + run.string() + " --validation test --out " +
+                                      (root / "by_id").string() + " --no-plots");
+  INFO(by_id.output);
+  REQUIRE(by_id.exit_code == 0);
+  const std::string paired =
+      read_file((root / "by_id/three_sets/tables/table3_correlation.md").string());
+  CHECK(paired.find("test & test_ood") != std::string::npos);
+  CHECK(paired.find("test & validation") == std::string::npos);
+}
