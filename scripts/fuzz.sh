@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets in tests/fuzz/ with clang++ (-fsanitize=fuzzer,address,undefined)
-# from the dependency-free sources only (no LibTorch), seeds them from the real SynSciQA files,
-# and runs each for a bounded time. Exits non-zero when a target crashes or breaks an invariant.
+# Builds the libFuzzer targets in tests/fuzz/ with clang++ (CMake's CITEFORGE_FUZZ: ASan + UBSan,
+# the dependency-free parsers only, no LibTorch) into build-fuzz/, seeds them from the real
+# SynSciQA files, and runs each for a bounded time. Exits non-zero when a target crashes or
+# breaks an invariant.
 #
-#   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 60; FUZZ_JOBS, FUZZ_OUT to override)
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 60; FUZZ_OUT, FUZZ_BUILD_DIR to override)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 out="${FUZZ_OUT:-/tmp/citeforge-fuzz}"
+build="${FUZZ_BUILD_DIR:-build-fuzz}"
 cxx="$(command -v clang++-14 || command -v clang++)"
-
-sources=(common/error.cpp common/file_io.cpp data/csv.cpp data/synsciqa.cpp rewards/citations.cpp
-         rewards/metrics.cpp)
-flags=(-std=c++20 -O1 -g -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
+cc="$(command -v clang-14 || command -v clang)"
+targets=(fuzz_citations fuzz_synsciqa_instruction)
 
 mkdir -p "$out"
-for target in fuzz_citations fuzz_synsciqa_instruction; do
-  echo "== building $target"
-  "$cxx" "${flags[@]}" "tests/fuzz/$target.cc" "${sources[@]}" -o "$out/$target"
-done
+echo "== building ${targets[*]} into $build"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCITEFORGE_FUZZ=ON \
+  -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc" >"$out/configure.log"
+cmake --build "$build" --target "${targets[@]}"
+# Undefined behaviour stops the fuzzer like a crash does.
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 
 # Seeds: a few real instructions and teacher answers, so the fuzzer starts from valid shapes.
 seeds="$out/seeds"
@@ -43,13 +45,13 @@ PY
 fi
 
 status=0
-for target in fuzz_citations fuzz_synsciqa_instruction; do
+for target in "${targets[@]}"; do
   corpus="$out/corpus-$target"
   mkdir -p "$corpus"
   seed_dir="$seeds/citations"
   [ "$target" = fuzz_synsciqa_instruction ] && seed_dir="$seeds/instruction"
   echo "== running $target for ${seconds}s"
-  if ! "$out/$target" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+  if ! "$build/$target" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
        -artifact_prefix="$out/$target-" -print_final_stats=1 "$corpus" "$seed_dir" \
        > "$out/$target.log" 2>&1; then
     echo "!! $target failed; see $out/$target.log and $out/$target-*"

@@ -3,6 +3,7 @@
 #
 #   scripts/setup.sh            install missing dependencies, configure, build
 #   CITEFORGE_CUDA=ON scripts/setup.sh   also build the CUDA kernels (needs nvcc)
+#   CITEFORGE_SETUP_ONLY_DEPS=1 scripts/setup.sh   install, build nothing (scripts/sanitize.sh)
 #
 # Expensive things live in a cache outside the clone, keyed by version, so a second run is a
 # no-op apart from an incremental build: $CITEFORGE_CACHE (default ~/.cache/citeforge) holds
@@ -126,4 +127,4 @@ configure_and_build() {
 install_debian_packages
 install_libtorch
 install_model
-configure_and_build
+[ -n "${CITEFORGE_SETUP_ONLY_DEPS:-}" ] || configure_and_build
