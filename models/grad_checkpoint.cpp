@@ -1,10 +1,10 @@
 #include "models/grad_checkpoint.h"
 
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/Context.h>
 #include <ATen/core/ivalue.h>
 
 #include <optional>
+
+#include "models/rng_state.h"
 
 namespace citeforge::models {
 namespace {
@@ -23,33 +23,15 @@ struct Replay : torch::CustomClassHolder {
   torch::Tensor device_rng_state;
 };
 
-at::Generator default_generator(const std::optional<torch::Device>& device) {
-  return device ? at::globalContext().defaultGenerator(*device)
-                : at::detail::getDefaultCPUGenerator();
-}
-
-torch::Tensor rng_state(const std::optional<torch::Device>& device = std::nullopt) {
-  auto generator = default_generator(device);
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  return generator.get_state();
-}
-
-void set_rng_state(const torch::Tensor& state,
-                   const std::optional<torch::Device>& device = std::nullopt) {
-  auto generator = default_generator(device);
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  generator.set_state(state);
-}
-
 struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
                                const BlockFunction& block) {
     auto replay = c10::make_intrusive<Replay>();
     replay->block = block;
-    replay->cpu_rng_state = rng_state();
+    replay->cpu_rng_state = generator_state();
     if (!x.device().is_cpu()) {
       replay->device = x.device();
-      replay->device_rng_state = rng_state(replay->device);
+      replay->device_rng_state = generator_state(*replay->device);
     }
     ctx->saved_data["replay"] = c10::IValue::make_capsule(replay);
     ctx->save_for_backward({x});
@@ -61,20 +43,20 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     auto replay = c10::static_intrusive_pointer_cast<Replay>(ctx->saved_data["replay"].toCapsule());
     auto x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
     // Replay the forward pass's random stream, then continue the current one unchanged.
-    const auto now = rng_state();
-    set_rng_state(replay->cpu_rng_state);
+    const auto now = generator_state();
+    set_generator_state(replay->cpu_rng_state);
     torch::Tensor device_now;
     if (replay->device) {
-      device_now = rng_state(replay->device);
-      set_rng_state(replay->device_rng_state, replay->device);
+      device_now = generator_state(*replay->device);
+      set_generator_state(replay->device_rng_state, *replay->device);
     }
     torch::Tensor y;
     {
       torch::AutoGradMode enable(true);
       y = replay->block(x);
     }
-    set_rng_state(now);
-    if (replay->device) set_rng_state(device_now, replay->device);
+    set_generator_state(now);
+    if (replay->device) set_generator_state(device_now, *replay->device);
     torch::autograd::backward({y}, {grad_outputs[0]});
     return {x.grad(), torch::Tensor()};
   }

@@ -1,16 +1,17 @@
 #include "trainer/run/train_checkpoint.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "models/rng_state.h"
 #include "models/safetensors.h"
 
 namespace citeforge::trainer {
@@ -31,6 +32,24 @@ nlohmann::json state_to_json(const TrainingState& s) {
           {"global_step", s.global_step},
           {"epoch_complete", s.epoch_complete},
           {"extra", s.extra}};
+}
+
+// The accelerators the trained tensors live on, each once: dropout there draws from that
+// device's own generator, which a checkpoint keeps beside the CPU's.
+std::vector<torch::Device> accelerators(const NamedTensors& tensors) {
+  std::vector<torch::Device> devices;
+  for (const auto& [name, t] : tensors)
+    if (!t.device().is_cpu() &&
+        std::find(devices.begin(), devices.end(), t.device()) == devices.end())
+      devices.push_back(t.device());
+  return devices;
+}
+
+// "rng.pt" for the CPU, "rng_cuda0.pt" for the first GPU.
+std::string rng_file(const torch::Device& device) {
+  if (device.is_cpu()) return "rng.pt";
+  return "rng_" + c10::DeviceTypeName(device.type(), /*lower_case=*/true) +
+         std::to_string(std::max<int>(device.index(), 0)) + ".pt";
 }
 
 TrainingState state_from_json(const nlohmann::json& j, const std::string& file) {
@@ -119,12 +138,12 @@ void save_checkpoint(const std::string& dir, const CheckpointContents& contents,
                               adamw_state(*contents.optimizer, contents.tensors));
     add("optimizer.safetensors");
   }
-  {
-    auto generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    torch::save(generator.get_state(), (tmp / "rng.pt").string());
+  std::vector<torch::Device> devices{torch::kCPU};
+  for (const auto& device : accelerators(contents.tensors)) devices.push_back(device);
+  for (const auto& device : devices) {
+    torch::save(models::generator_state(device), (tmp / rng_file(device)).string());
+    add(rng_file(device));
   }
-  add("rng.pt");
   write_file_atomically((tmp / "state.json").string(), state_to_json(contents.state).dump(2));
   add("state.json");
   for (const auto& [name, bytes] : extra_files) {
@@ -187,12 +206,20 @@ TrainingState load_checkpoint(const std::string& dir, CheckpointContents& conten
     if (!fs::exists(path)) fail_at(path, "", "missing optimizer state");
     load_adamw_state(*contents.optimizer, contents.tensors, models::open_safetensors(path));
   }
-  torch::Tensor rng;
-  torch::load(rng, (root / "rng.pt").string());
-  {
-    auto generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(rng);
+  std::vector<torch::Device> devices{torch::kCPU};
+  for (const auto& device : accelerators(contents.tensors)) devices.push_back(device);
+  for (const auto& device : devices) {
+    const fs::path path = root / rng_file(device);
+    if (!fs::exists(path)) {  // written before GPU generators were kept
+      std::fprintf(stderr,
+                   "[checkpoint] warning: %s has no %s: dropout on %s continues from a fresh "
+                   "random state, so this resume will not repeat an uninterrupted run\n",
+                   dir.c_str(), rng_file(device).c_str(), device.str().c_str());
+      continue;
+    }
+    torch::Tensor rng;
+    torch::load(rng, path.string());
+    models::set_generator_state(rng, device);
   }
   const std::string state_path = (root / "state.json").string();
   contents.state = state_from_json(nlohmann::json::parse(read_file(state_path)), state_path);

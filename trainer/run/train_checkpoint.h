@@ -35,13 +35,14 @@ struct CheckpointContents {
 };
 
 // Writes `dir` atomically (replacing an older checkpoint of the same name). Also saves the
-// global CPU random generator, so dropout continues the same stream after a resume.
+// CPU's random generator and that of every GPU the trained tensors live on, so dropout
+// continues the same stream after a resume, on a CPU or a GPU.
 // `extra_files` are (name, bytes) written alongside (e.g. peft adapter files).
 void save_checkpoint(const std::string& dir, const CheckpointContents& contents,
                      const std::vector<std::pair<std::string, std::string>>& extra_files = {});
 
 // Verifies checksums, copies the saved tensors into `contents.tensors` (by name: missing or
-// misshaped ones are errors naming the tensor), restores the optimizer and the CPU generator,
+// misshaped ones are errors naming the tensor), restores the optimizer and the generators,
 // and returns the saved state.
 TrainingState load_checkpoint(const std::string& dir, CheckpointContents& contents);
 
