@@ -1,4 +1,6 @@
 // citeforge: fine-tune open-weight LLMs to cite their sources. See README.md.
+#include <c10/util/Exception.h>
+
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -119,6 +121,12 @@ int main(int argc, char** argv) {
     return it->second.run(args);
   } catch (const citeforge::Error& e) {
     std::fprintf(stderr, "citeforge %s: error: %s\n", argv[1], e.what());
+  } catch (const c10::Error& e) {
+    // LibTorch's message without its C++ stack trace, on one line.
+    std::string message = e.what_without_backtrace();
+    for (auto& c : message)
+      if (c == '\n') c = ' ';
+    std::fprintf(stderr, "citeforge %s: internal error: %s\n", argv[1], message.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "citeforge %s: internal error: %s\n", argv[1], e.what());
   }

@@ -20,6 +20,7 @@
 #include "trainer/eval/eval_record.h"
 #include "trainer/eval/partial_answers.h"
 #include "trainer/eval/results.h"
+#include "trainer/run/out_of_memory.h"
 #include "trainer/run/progress.h"
 
 namespace citeforge::trainer {
@@ -69,7 +70,19 @@ GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptF
     const std::size_t end = std::min(order.size(), begin + std::size_t(batch_size));
     std::vector<std::vector<int64_t>> batch;
     for (std::size_t i = begin; i < end; ++i) batch.push_back(prompts[order[i]]);
-    auto generations = models::generate(model, batch, options, decode);
+    const std::size_t batch_index = begin / std::size_t(batch_size) + 1;
+    auto generations = naming_out_of_memory(
+        [&] {
+          std::size_t longest = 0;
+          for (const auto& p : batch) longest = std::max(longest, p.size());
+          return label + ": answering a batch of " + std::to_string(batch.size()) +
+                 " prompts of up to " + std::to_string(longest) + " tokens with " +
+                 std::to_string(max_new_tokens) + " new tokens each";
+        },
+        [&] {
+          maybe_out_of_memory_at("eval", int64_t(batch_index));
+          return models::generate(model, batch, options, decode);
+        });
     for (std::size_t i = begin; i < end; ++i) {
       out.answers[order[i]] = generations[i - begin].text;
       if (!partial_path.empty())

@@ -1,5 +1,6 @@
 #include "trainer/ppo/ppo_stage.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "trainer/ppo/ppo_learner.h"
 #include "trainer/ppo/ppo_payload.h"
 #include "trainer/ppo/ppo_rollout.h"
+#include "trainer/run/out_of_memory.h"
 #include "trainer/run/progress.h"
 #include "trainer/run/run_checkpoint.h"
 #include "trainer/run/train_checkpoint.h"
@@ -76,6 +78,13 @@ PpoRank ppo_rank(RunContext& run) {
   r.rollout_ranks = int(dist.roles.rollout.size());
   r.learners = int(dist.roles.learners.size());
   return r;
+}
+
+int64_t longest_sequence(const Trajectories& t) {
+  std::size_t longest = 0;
+  for (std::size_t i = 0; i < t.prompts.size(); ++i)
+    longest = std::max(longest, t.prompts[i].size() + t.responses[i].size());
+  return int64_t(longest);
 }
 
 }  // namespace
@@ -163,7 +172,15 @@ void run_ppo(RunContext& run, const std::string& stage) {
       RolloutOptions options = ppo_rollout_options(run, stage, it);
       options.first_row = first;
       shard.first_row = first;
-      shard.trajectories = rollout(run.model, run.format, mine, options, run.metric_options);
+      shard.trajectories = naming_out_of_memory(
+          [&] {
+            return phase(it, "the rollout of " + std::to_string(mine.size()) + " prompts with " +
+                                 std::to_string(options.max_new_tokens) + " new tokens each");
+          },
+          [&] {
+            maybe_out_of_memory_at(stage + "/rollout", it);
+            return rollout(run.model, run.format, mine, options, run.metric_options);
+          });
       shard.trajectories.policy_version = version;
     }
     Trajectories trajectories;
@@ -190,8 +207,17 @@ void run_ppo(RunContext& run, const std::string& stage) {
     }
     PpoStats stats;
     if (me.learner)
-      stats = ppo_update(*learner, trajectories, ppo_shuffle_seed(run, stage, it), it, share,
-                         phase(it, "gradients"), report);
+      stats = naming_out_of_memory(
+          [&] {
+            return phase(it, "the update in minibatches of " + std::to_string(c.minibatch_size) +
+                                 " answers, the longest prompt + answer " +
+                                 std::to_string(longest_sequence(trajectories)) + " tokens");
+          },
+          [&] {
+            maybe_out_of_memory_at(stage + "/update", it);
+            return ppo_update(*learner, trajectories, ppo_shuffle_seed(run, stage, it), it, share,
+                              phase(it, "gradients"), report);
+          });
     version = it;
     int64_t weight_bytes = 0;
     if (me.group)

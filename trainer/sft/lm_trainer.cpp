@@ -9,6 +9,7 @@
 #include "common/fault.h"
 #include "common/file_io.h"
 #include "data/random.h"
+#include "trainer/run/out_of_memory.h"
 #include "trainer/run/progress.h"
 
 namespace citeforge::trainer {
@@ -155,9 +156,19 @@ LmTrainingResult run_lm_training(LmTrainingJob& job) {
                                                              std::to_string(epoch) + "/" +
                                                              std::to_string(first + int64_t(i))));
         auto& batch = step_batches[i];
-        auto loss = masked_lm_loss_sum(job.model, batch) / double(step_tokens);
-        if (nan_injected_at(job.stage, global_step + 1)) loss = loss * std::nan("");
-        loss.backward();
+        auto describe = [&] {
+          return job.stage + " epoch " + std::to_string(epoch) + " step " +
+                 std::to_string(global_step + 1) + ": a micro-batch of " +
+                 std::to_string(batch.ids.size(0)) + " sequences x " +
+                 std::to_string(batch.ids.size(1)) + " tokens";
+        };
+        auto loss = naming_out_of_memory(describe, [&] {
+          maybe_out_of_memory_at(job.stage, global_step + 1);
+          auto loss = masked_lm_loss_sum(job.model, batch) / double(step_tokens);
+          if (nan_injected_at(job.stage, global_step + 1)) loss = loss * std::nan("");
+          loss.backward();
+          return loss;
+        });
         step_loss += loss.item<double>();
         step_real_tokens += double(batch.tokens);
       }

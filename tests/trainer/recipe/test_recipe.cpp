@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 #include "common/file_io.h"
 #include "tests/cli_runner.h"
@@ -182,6 +184,37 @@ TEST_CASE("run: a non-finite loss stops training, names the step and keeps the l
     trainer::verify_checkpoint(last);
     auto state = nlohmann::json::parse(read_file(last + "/state.json"));
     CHECK(state["global_step"] == 2);
+  }
+}
+
+TEST_CASE("run: a device out of memory is one line naming the stage, batch and lengths",
+          "[trainer][pipeline][fault]") {
+  auto root = testing::temp_dir("run-oom");
+  // CITEFORGE_OOM_AT raises the error PyTorch's CUDA allocator raises, stack trace and all.
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases{
+      {"eval:1", "[sft]", "eval base-0 validation: answering a batch of 8 prompts of up to "},
+      {"sft:2", "[sft]", "sft epoch 1 step 2: a micro-batch of 4 sequences x "},
+      {"ppo/rollout:2", "[ppo]", "ppo iteration 2: the rollout of 4 prompts with 8 new tokens"},
+      {"ppo/update:1", "[ppo]",
+       "ppo iteration 1: the update in minibatches of 2 answers, the "
+       "longest prompt + answer "}};
+  int k = 0;
+  for (const auto& [point, settings, what] : cases) {
+    INFO(point);
+    auto r = testing::run_citeforge(
+        run_args(root / std::to_string(k++),
+                 "--set pretrain.enabled=false --set 'settings=" + settings + "'"),
+        "CITEFORGE_OOM_AT=" + point);
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    const auto at = r.output.find("citeforge run: error: " + what);
+    REQUIRE(at != std::string::npos);
+    const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+    CHECK(line.find(": out of memory (CUDA out of memory. Tried to allocate 2.00 GiB.") !=
+          std::string::npos);
+    CHECK(line.find("this process has 78.12 GiB memory in use.") != std::string::npos);
+    CHECK(r.output.find("Exception raised from") == std::string::npos);
+    CHECK(r.output.find("frame #") == std::string::npos);
   }
 }
 
