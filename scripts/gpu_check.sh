@@ -1,41 +1,93 @@
 #!/usr/bin/env bash
-# The whole GPU build and check in one call, on a CUDA machine with PyTorch installed and no
-# network: builds citeforge with CITEFORGE_CUDA=ON against that PyTorch's LibTorch and the
-# Debian packages unpacked by scripts/gpu_deps.sh (.gpu-deps/), then
-#   1. runs the CUDA tests (the fused NF4 dequantisation kernel against the reference path)
-#      and the model tests,
-#   2. decodes stories260K on the GPU in bf16 (citeforge generate --device cuda),
-#   3. runs the reduced demo pipeline on the GPU with an NF4 base (SFT + PPO + tables),
-#   4. runs the reduced demo's PPO over NCCL on one GPU (citeforge launch --nproc 1).
-# Logs go to ${OUT:-/tmp/citeforge-gpu}.
+# The GPU build and check, in two calls that fit a GPU machine's short session (no network
+# there; the Debian packages come unpacked by scripts/gpu_deps.sh in .gpu-deps/, PyTorch and
+# the CUDA toolkit are the machine's own):
 #
-#   scripts/gpu_check.sh
-set -euo pipefail
+#   scripts/gpu_check.sh --build-only   configure + build citeforge and its tests with
+#                                       CITEFORGE_CUDA=ON into $GPU_BUILD_DIR (default
+#                                       /root/citeforge-build-gpu, which survives between calls
+#                                       while the machine is held); about 3 minutes with 16 jobs
+#   scripts/gpu_check.sh                the checks (building first only when nothing is built):
+#     cuda-tests        the [cuda] unit tests: NF4 kernel vs the reference, GPU checkpointing
+#     generate          stories260K decoded on the GPU in bf16
+#     train-eval-train  a run that trains again after evaluations: 2 SFT epochs, PPO evaluated
+#                       between iterations, SFT+PPO; NF4 base, bf16
+#     nccl-ppo          the same PPO over NCCL through `citeforge launch --nproc 1`
+#     kill-resume       a GPU SFT run killed mid-epoch and resumed equals the uninterrupted one
+#                       (the [cuda][resume] test: CUDA generator state in checkpoints)
+#
+# Logs go to ${OUT:-/tmp/citeforge-gpu}/<check>.log; the last lines say PASS or FAIL per check.
+set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 logs="${OUT:-/tmp/citeforge-gpu}"
-deps="$repo/.gpu-deps/root"
+build="${GPU_BUILD_DIR:-/root/citeforge-build-gpu}"
 mkdir -p "$logs"
-[ -d "$deps/usr" ] || { echo "run scripts/gpu_deps.sh first (no $deps)" >&2; exit 1; }
-torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-export PKG_CONFIG_PATH="$deps/usr/lib/x86_64-linux-gnu/pkgconfig:$deps/usr/share/pkgconfig"
-export CPATH="$deps/usr/include:$deps/usr/include/hdf5/serial"
-cmake -S "$repo" -B "$repo/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCITEFORGE_CUDA=ON \
-  -DCMAKE_PREFIX_PATH="$torch_prefix;$deps/usr;$deps/usr/lib/x86_64-linux-gnu/cmake" \
-  -DHDF5_C_INCLUDE_DIRS="$deps/usr/include/hdf5/serial" \
-  -DHDF5_C_LIBRARIES="$deps/usr/lib/x86_64-linux-gnu/hdf5/serial/libhdf5.so" 2>&1 | tee "$logs/configure.log"
-cmake --build "$repo/build-gpu" -j "$(nproc)" 2>&1 | tail -n 30 | tee "$logs/build.log"
-cd "$repo/build-gpu"
-./citeforge_tests "[cuda],[nf4],[llama],[lora]" 2>&1 | tee "$logs/tests.log"
-./citeforge generate --model "$repo/tests/fixtures/models/stories260K" --device cuda --greedy \
-  --prompt "Once upon a time" --max-new-tokens 64 2>&1 | tee "$logs/generate.log"
-cd "$repo"
-rm -rf /tmp/citeforge-gpu-run
-build-gpu/citeforge run tests/fixtures/configs/tiny.yaml --out /tmp/citeforge-gpu-run \
-  --set device=cuda --set model.dtype=bfloat16 --set model.quantization=nf4 \
-  --set 'settings=[sft, ppo, sft+ppo]' 2>&1 | tee "$logs/run.log"
-rm -rf /tmp/citeforge-gpu-nccl
-build-gpu/citeforge launch --nproc 1 -- run tests/fixtures/configs/tiny.yaml \
-  --out /tmp/citeforge-gpu-nccl --set device=cuda --set distributed.backend=nccl \
-  --set 'settings=[ppo]' 2>&1 | tee "$logs/nccl.log"
-echo "[gpu-check] done; logs in $logs"
+[ -d "$repo/.gpu-deps/root/usr" ] || { echo "run scripts/gpu_deps.sh first (no .gpu-deps/root)" >&2; exit 1; }
+export PATH="/usr/local/cuda/bin:$PATH"
+
+build_citeforge() {
+  local started=$SECONDS sp extra=()
+  TORCH_PREFIX="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')" || return 1
+  export TORCH_PREFIX
+  # shellcheck source=scripts/gpu_env.sh
+  source "$repo/scripts/gpu_env.sh"
+  sp="$(python3 -c 'import site; print(site.getsitepackages()[0])')"
+  export NCCL_INCLUDE_DIR="$sp/nvidia/nccl/include"
+  [ -d "$sp/nvidia/cudnn/include" ] && extra+=(-DCUDNN_INCLUDE_PATH="$sp/nvidia/cudnn/include"
+    -DCUDNN_LIBRARY_PATH="$(ls "$sp"/nvidia/cudnn/lib/libcudnn.so* | head -n 1)")
+  {
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+    python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)'
+    nvcc --version | tail -n 1
+  } >"$logs/machine.log" 2>&1
+  if ! cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCITEFORGE_CUDA=ON \
+      -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" "${GPU_DEPS_CMAKE_ARGS[@]}" "${extra[@]}" \
+      >"$logs/configure.log" 2>&1; then
+    tail -n 30 "$logs/configure.log"; echo "[gpu-check] build: FAIL (configure)"; return 1
+  fi
+  if ! cmake --build "$build" -j "$(nproc)" --target citeforge citeforge_tests \
+      >"$logs/build.log" 2>&1; then
+    grep -E "error|FAILED" "$logs/build.log" | head -n 30; echo "[gpu-check] build: FAIL"; return 1
+  fi
+  echo "[gpu-check] build: PASS in $((SECONDS - started)) s ($build)"
+}
+
+if [ "${1:-}" = "--build-only" ]; then
+  build_citeforge
+  exit $?
+fi
+if [ ! -x "$build/citeforge" ] || [ ! -x "$build/citeforge_tests" ]; then
+  build_citeforge || exit 1
+else
+  # shellcheck source=scripts/gpu_env.sh
+  source "$repo/scripts/gpu_env.sh"
+fi
+
+results=()
+# check NAME SECONDS COMMAND...: runs one check under a time limit, its output in NAME.log.
+check() {
+  local name="$1" limit="$2" started=$SECONDS status
+  shift 2
+  echo "[gpu-check] $name ..."
+  (cd "$repo" && timeout "$limit" "$@") >"$logs/$name.log" 2>&1
+  status=$?
+  tail -n 5 "$logs/$name.log"
+  if [ $status -eq 0 ]; then
+    results+=("[gpu-check] $name: PASS in $((SECONDS - started)) s")
+  else
+    results+=("[gpu-check] $name: FAIL (exit $status after $((SECONDS - started)) s; $logs/$name.log)")
+  fi
+}
+runs="$(mktemp -d)"
+tiny=tests/fixtures/configs/tiny.yaml
+check cuda-tests 90 "$build/citeforge_tests" "[cuda]~[pipeline]"
+check generate 30 "$build/citeforge" generate --model tests/fixtures/models/stories260K \
+  --device cuda --greedy --prompt "Once upon a time" --max-new-tokens 64
+check train-eval-train 90 "$build/citeforge" run "$tiny" --out "$runs/nf4" --set device=cuda \
+  --set model.dtype=bfloat16 --set model.quantization=nf4 --set 'settings=[sft, ppo, sft+ppo]'
+check nccl-ppo 60 "$build/citeforge" launch --nproc 1 -- run "$tiny" --out "$runs/nccl" \
+  --set device=cuda --set distributed.backend=nccl --set 'settings=[ppo]'
+check kill-resume 90 "$build/citeforge_tests" "[cuda][resume]"
+rm -rf "$runs"
+printf '%s\n' "${results[@]}" | tee "$logs/summary.log"
+! grep -q FAIL "$logs/summary.log"
