@@ -434,16 +434,22 @@ SynthDataset generate_synth(const SynthConfig& input) {
   return dataset;
 }
 
+std::string synth_split_path(const std::string& dir, const std::string& split) {
+  return (std::filesystem::path(dir) / (split + ".jsonl")).string();
+}
+
+std::string synth_config_path(const std::string& dir) {
+  return (std::filesystem::path(dir) / "synth_config.yaml").string();
+}
+
 void write_synth(const SynthDataset& dataset, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(located(dir, "", "cannot create directory: " + ec.message()));
   for (const SynthSplit& split : dataset.splits) {
-    write_examples_jsonl((std::filesystem::path(dir) / (split.name + ".jsonl")).string(),
-                         split.examples);
+    write_examples_jsonl(synth_split_path(dir, split.name), split.examples);
   }
-  write_file_atomically((std::filesystem::path(dir) / "synth_config.yaml").string(),
-                        synth_config_to_yaml(dataset.config));
+  write_file_atomically(synth_config_path(dir), synth_config_to_yaml(dataset.config));
 }
 
 }  // namespace citeforge::data

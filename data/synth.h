@@ -122,5 +122,8 @@ SynthDataset generate_synth(const SynthConfig& config);
 
 // Writes <split>.jsonl for every split and synth_config.yaml into `dir` (created if missing).
 void write_synth(const SynthDataset& dataset, const std::string& dir);
+// Where write_synth puts a split ("train", "pretrain", ...) and the world's config.
+std::string synth_split_path(const std::string& dir, const std::string& split);
+std::string synth_config_path(const std::string& dir);
 
 }  // namespace citeforge::data

@@ -103,12 +103,22 @@ std::vector<std::pair<std::string, torch::Tensor>> dense_weights(LlamaForCausalL
   return tensors;
 }
 
+namespace {
+std::string weights_file(const std::string& dir) {
+  return (std::filesystem::path(dir) / "model.safetensors").string();
+}
+}  // namespace
+
+bool has_model_weights(const std::string& dir) {
+  return std::filesystem::exists(weights_file(dir));
+}
+
 void save_model(LlamaForCausalLM& model, const std::string& dir) {
   namespace fs = std::filesystem;
   fs::create_directories(dir);
   const auto dtype = model->model->embed_tokens->weight.scalar_type();
   auto tensors = dense_weights(model, dtype);
-  write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  write_safetensors(weights_file(dir), tensors, {{"format", "pt"}});
   ModelConfig config = model->config;
   config.dtype = dtype == torch::kBFloat16 ? "bfloat16" : "float32";
   write_file_atomically((fs::path(dir) / "config.json").string(),

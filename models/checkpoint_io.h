@@ -28,6 +28,10 @@ LlamaForCausalLM load_model(const std::string& dir, const LoadOptions& options =
 LlamaForCausalLM load_model(const std::string& dir, torch::Dtype dtype,
                             torch::Device device = torch::kCPU);
 
+// True when DIR holds the weights save_model writes (model.safetensors): a model built by a run
+// is saved once and read from there on resume.
+bool has_model_weights(const std::string& dir);
+
 // Writes DIR/config.json and DIR/model.safetensors (atomically, file by file). NF4 layers are
 // written dequantised, in the dtype of the model's dense parameters.
 void save_model(LlamaForCausalLM& model, const std::string& dir);

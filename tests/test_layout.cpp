@@ -17,7 +17,7 @@ namespace {
 
 // Height of each room: a room may include only rooms strictly lower (or itself).
 const std::map<std::string, int> kRoomHeight = {
-    {"config", 0}, {"run", 1}, {"eval", 2},   {"dist", 2}, {"report", 3},
+    {"config", 0}, {"run", 1}, {"eval", 2},   {"distributed", 2}, {"report", 3},
     {"sft", 4},    {"ppo", 4}, {"recipe", 5}, {"cli", 6},
 };
 

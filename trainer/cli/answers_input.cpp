@@ -8,6 +8,13 @@
 
 namespace citeforge::trainer {
 
+std::vector<CliOption> answer_options() {
+  return {{"data", "FILE.jsonl", "the examples (required)"},
+          {"answers", "ANSWERS.jsonl|ARCHIVE.h5",
+           "the answers: one {id, answer} per line, or a run's evaluation archive"},
+          {"reference", "NAME", "score each example's reference answer of this name instead"}};
+}
+
 std::string list_names(const std::map<std::string, std::string>& references) {
   std::string names;
   for (const auto& [name, answer] : references) names += (names.empty() ? "" : ", ") + name;

@@ -13,6 +13,9 @@
 
 namespace citeforge::trainer {
 
+// --data, --answers and --reference, for the tables of the commands that read answers.
+std::vector<CliOption> answer_options();
+
 // "a, b, c" (or "none"): the reference names an example has, for messages.
 std::string list_names(const std::map<std::string, std::string>& references);
 

@@ -1,7 +1,5 @@
 #include "trainer/cli/cli_model.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <filesystem>
 
 #include "common/error.h"
@@ -9,9 +7,19 @@
 #include "models/gguf_import.h"
 #include "models/peft_adapter.h"
 #include "trainer/run/run_checkpoint.h"
+#include "trainer/run/run_dir.h"
 
 namespace citeforge::trainer {
 namespace fs = std::filesystem;
+
+std::vector<CliOption> model_options() {
+  return {{"model", "DIR|FILE.gguf", "the model (HF directory or GGUF file)"},
+          {"adapter", "DIR", "a peft adapter or a run's checkpoint on top of it"},
+          {"quantization", "none|nf4",
+           "the base's quantisation (default: the adapter's run's, else none)"},
+          {"dtype", "float32|bfloat16", "the model's dtype", "float32"},
+          {"chat", one_of(models::chat_template_names()), "the model's chat format"}};
+}
 
 std::string base_quantization(const CliArgs& cli, const std::string& command,
                               void (*log)(const std::string&)) {
@@ -22,21 +30,11 @@ std::string base_quantization(const CliArgs& cli, const std::string& command,
   }
   auto adapter = cli.get("adapter");
   if (!adapter) return "none";
-  fs::path dir = fs::path(*adapter).lexically_normal();
-  if (dir.filename().empty()) dir = dir.parent_path();  // "checkpoints/sft-1/"
-  const fs::path config = dir.parent_path().parent_path() / "config.resolved.yaml";
-  if (dir.parent_path().filename() != "checkpoints" || !fs::exists(config)) return "none";
-  std::string quantization = "none";
-  try {
-    YAML::Node model = YAML::LoadFile(config.string())["model"];
-    if (model && model["quantization"]) quantization = model["quantization"].as<std::string>();
-  } catch (const YAML::Exception& e) {
-    fail_at(config.string(), "model.quantization", std::string("cannot be read: ") + e.what());
-  }
-  if (quantization != "none" && quantization != "nf4")
-    fail_at(config.string(), "model.quantization", "'" + quantization + "' is not none or nf4");
+  const auto run = run_of_checkpoint(*adapter);
+  if (!run) return "none";
+  const std::string quantization = read_resolved_config(*run)->model.quantization;
   if (quantization == "nf4")
-    log("base quantised to NF4 as in " + config.string() +
+    log("base quantised to NF4 as in " + run->config() +
         ", the run that trained the adapter (--quantization none reads it dense)");
   return quantization;
 }
@@ -45,7 +43,7 @@ CliModel load_cli_model(const CliArgs& cli, const std::string& command,
                         void (*log)(const std::string&)) {
   std::string model_dir = cli.require("model");
   if (models::is_gguf_path(model_dir)) model_dir = models::gguf_model_dir(model_dir, log);
-  const std::string dtype = cli.get_or("dtype", "float32");
+  const std::string dtype = cli.require("dtype");
   if (dtype != "float32" && dtype != "bfloat16")
     throw Error(command + ": --dtype must be float32 or bfloat16");
   models::LoadOptions load;

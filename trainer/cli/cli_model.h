@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/llama.h"
 #include "models/tokenizer.h"
@@ -19,6 +20,10 @@ struct CliModel {
   models::LlamaForCausalLM model{nullptr};
   std::unique_ptr<models::Tokenizer> tokenizer;
 };
+
+// The options that give the model (--model, --adapter, --quantization, --dtype, --chat), for
+// the tables of the commands that read answers with one.
+std::vector<CliOption> model_options();
 
 // "none" or "nf4": --quantization, else the model.quantization of the run the adapter sits in,
 // else "none". `log` says when the run's choice is taken.

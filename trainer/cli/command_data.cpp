@@ -1,14 +1,5 @@
 // `citeforge data ...`: make, import, inspect and render example files (docs/design.md §6).
-//   data import synsciqa --input FILE.csv|FILE.json [--golden FILE.csv] [--strict]
-//                        --out examples.jsonl
-//     (a record that cannot be used is skipped with a warning naming its line; --strict refuses
-//     the file instead)
-//   data import rage --corpus F --queries F --relevant F [--irrelevant F]
-//                    [--seemingly-relevant F] [--seed N] --out examples.jsonl
-//   data import jsonl --input F --out F
-//   data synth [--seed S] --out DIR [--config FILE.yaml]
-//   data stats FILE.jsonl [--json]
-//   data render FILE.jsonl [--template NAME|FILE] [--templates DIR] [--id ID] [--limit N]
+// Each subcommand's options are in its table below; `citeforge data --help` lists them.
 #include <cstdio>
 #include <iostream>
 
@@ -26,33 +17,15 @@ namespace citeforge::trainer {
 
 namespace {
 
-const char* kUsage =
-    "usage: citeforge data import synsciqa --input FILE.csv|FILE.json [--golden FILE.csv] "
-    "[--strict] --out F\n"
-    "       citeforge data import rage --corpus F --queries F --relevant F [--irrelevant F]\n"
-    "                 [--seemingly-relevant F] [--seed N] [--min-relevant N] [--max-relevant N]\n"
-    "                 [--num-irrelevant K] [--num-seemingly-relevant K] [--mine K]\n"
-    "                 [--origin NAME] [--split NAME] --out F\n"
-    "       citeforge data import jsonl --input F --out F\n"
-    "       citeforge data synth [--seed S] --out DIR [--config FILE.yaml]\n"
-    "       citeforge data stats FILE.jsonl [--json]\n"
-    "       citeforge data render FILE.jsonl [--template NAME|FILE] [--templates DIR] [--id ID] "
-    "[--limit N]\n";
-
 Args rest_after(const Args& args, std::size_t n) {
   return Args(args.begin() + n, args.end());
 }
 
-std::string single_positional(const CliArgs& cli, const std::string& command) {
+std::string single_positional(const CliArgs& cli) {
   if (cli.positional.size() != 1)
-    throw Error(command + ": expected one example file (JSONL), got " +
+    throw Error(cli.command->name + ": expected one example file (JSONL), got " +
                 std::to_string(cli.positional.size()) + " arguments");
   return cli.positional[0];
-}
-
-void no_positional(const CliArgs& cli, const std::string& command) {
-  if (!cli.positional.empty())
-    throw Error(command + ": unexpected argument '" + cli.positional[0] + "'");
 }
 
 int to_count(long value, const std::string& option) {
@@ -60,10 +33,25 @@ int to_count(long value, const std::string& option) {
   return static_cast<int>(value);
 }
 
+const CliCommand& import_synsciqa_cli() {
+  static const CliCommand command{
+      "data import synsciqa",
+      "SynSciQA's CSV or JSON files as examples",
+      "",
+      "A record that cannot be used is skipped with a warning naming its line; --strict refuses\n"
+      "the file instead.",
+      {{"input", "FILE.csv|FILE.json", "a SynSciQA file (required)"},
+       {"golden", "FILE.csv",
+        "its golden-source file, for gold labels (default: silver labels "
+        "from the reference answers)"},
+       {"strict", "", "refuse the file on the first record that cannot be used"},
+       {"out", "F.jsonl", "the examples to write (required)"}}};
+  return command;
+}
+
 int import_synsciqa_command(const Args& args) {
-  const std::string command = "data import synsciqa";
-  CliArgs cli = parse_cli(command, args, {"input", "golden", "out"}, {"strict"});
-  no_positional(cli, command);
+  CliArgs cli = parse_cli(import_synsciqa_cli(), args);
+  cli.no_positional();
   data::SynsciqaReport report;
   auto examples =
       data::import_synsciqa(cli.require("input"), cli.get("golden"), &report, cli.has("strict"));
@@ -83,14 +71,33 @@ int import_synsciqa_command(const Args& args) {
   return 0;
 }
 
+const CliCommand& import_rage_cli() {
+  static const CliCommand command{
+      "data import rage",
+      "a RAGE / BEIR data set (corpus, queries, qrels) as document mixtures",
+      "",
+      "Each query gets 1-3 relevant, K irrelevant and K seemingly relevant documents, shuffled\n"
+      "with the seed; seemingly relevant ones are mined with BM25 when no file gives them.",
+      {{"corpus", "F", "corpus.jsonl (required)"},
+       {"queries", "F", "queries.jsonl (required)"},
+       {"relevant", "F", "the relevant qrels (required)"},
+       {"irrelevant", "F", "irrelevant qrels (default: sampled from the corpus)"},
+       {"seemingly-relevant", "F", "seemingly relevant qrels (default: mined with BM25)"},
+       {"seed", "N", "the mixtures' seed", "1"},
+       {"min-relevant", "N", "relevant documents per query at least", "1"},
+       {"max-relevant", "N", "relevant documents per query at most", "3"},
+       {"num-irrelevant", "K", "irrelevant documents per query", "3"},
+       {"num-seemingly-relevant", "K", "seemingly relevant documents per query", "3"},
+       {"mine", "K", "BM25 candidates to mine seemingly relevant documents from", "10"},
+       {"origin", "NAME", "the examples' origin", "rage"},
+       {"split", "NAME", "the examples' split", "test"},
+       {"out", "F.jsonl", "the examples to write (required)"}}};
+  return command;
+}
+
 int import_rage_command(const Args& args) {
-  const std::string command = "data import rage";
-  CliArgs cli = parse_cli(command, args,
-                          {"corpus", "queries", "relevant", "irrelevant", "seemingly-relevant",
-                           "seed", "min-relevant", "max-relevant", "num-irrelevant",
-                           "num-seemingly-relevant", "mine", "origin", "split", "out"},
-                          {});
-  no_positional(cli, command);
+  CliArgs cli = parse_cli(import_rage_cli(), args);
+  cli.no_positional();
   data::RageFiles files;
   files.corpus = cli.require("corpus");
   files.queries = cli.require("queries");
@@ -99,17 +106,17 @@ int import_rage_command(const Args& args) {
   files.seemingly_relevant = cli.get("seemingly-relevant");
   const std::string out = cli.require("out");
   data::RageImportOptions options;
-  const long seed = cli.integer("seed", 1);
-  if (seed < 0) throw Error("--seed: must be >= 0");
+  const long seed = cli.integer("seed");
+  if (seed < 0) throw Error("data import rage: --seed must be >= 0");
   options.mixture.seed = static_cast<std::uint64_t>(seed);
-  options.mixture.min_relevant = to_count(cli.integer("min-relevant", 1), "min-relevant");
-  options.mixture.max_relevant = to_count(cli.integer("max-relevant", 3), "max-relevant");
-  options.mixture.irrelevant = to_count(cli.integer("num-irrelevant", 3), "num-irrelevant");
+  options.mixture.min_relevant = to_count(cli.integer("min-relevant"), "min-relevant");
+  options.mixture.max_relevant = to_count(cli.integer("max-relevant"), "max-relevant");
+  options.mixture.irrelevant = to_count(cli.integer("num-irrelevant"), "num-irrelevant");
   options.mixture.seemingly_relevant =
-      to_count(cli.integer("num-seemingly-relevant", 3), "num-seemingly-relevant");
-  options.mined_seemingly_relevant = to_count(cli.integer("mine", 10), "mine");
-  options.origin = cli.get_or("origin", "rage");
-  options.split = cli.get_or("split", "test");
+      to_count(cli.integer("num-seemingly-relevant"), "num-seemingly-relevant");
+  options.mined_seemingly_relevant = to_count(cli.integer("mine"), "mine");
+  options.origin = cli.require("origin");
+  options.split = cli.require("split");
   data::RageReport report;
   auto examples = data::import_rage(files, options, &report);
   data::write_examples_jsonl(out, examples);
@@ -123,10 +130,20 @@ int import_rage_command(const Args& args) {
   return 0;
 }
 
+const CliCommand& import_jsonl_cli() {
+  static const CliCommand command{
+      "data import jsonl",
+      "an example file checked field by field and written in canonical form",
+      "",
+      "",
+      {{"input", "F.jsonl", "the examples to read (required)"},
+       {"out", "F.jsonl", "the examples to write (required)"}}};
+  return command;
+}
+
 int import_jsonl_command(const Args& args) {
-  const std::string command = "data import jsonl";
-  CliArgs cli = parse_cli(command, args, {"input", "out"}, {});
-  no_positional(cli, command);
+  CliArgs cli = parse_cli(import_jsonl_cli(), args);
+  cli.no_positional();
   // Reading validates every field (types, labels, duplicate ids and keys); writing puts the
   // fields in canonical order with defaults filled in.
   auto examples = data::read_examples_jsonl(cli.require("input"));
@@ -136,23 +153,32 @@ int import_jsonl_command(const Args& args) {
 }
 
 int import_command(const Args& args) {
-  if (args.empty())
-    throw Error("data import: expected a format (synsciqa, rage, jsonl)\n" + std::string(kUsage));
-  const std::string& format = args[0];
-  if (format == "synsciqa") return import_synsciqa_command(rest_after(args, 1));
-  if (format == "rage") return import_rage_command(rest_after(args, 1));
-  if (format == "jsonl") return import_jsonl_command(rest_after(args, 1));
-  throw Error("data import: unknown format '" + format + "' (synsciqa, rage, jsonl)");
+  return run_subcommand("data import", "import a data set as an example file (citeforge's JSONL)",
+                        {{"synsciqa", &import_synsciqa_cli(), import_synsciqa_command},
+                         {"rage", &import_rage_cli(), import_rage_command},
+                         {"jsonl", &import_jsonl_cli(), import_jsonl_command}},
+                        args);
+}
+
+const CliCommand& synth_cli() {
+  static const CliCommand command{
+      "data synth",
+      "generate the synthetic citation world",
+      "",
+      "",
+      {{"seed", "S", "the world's seed (default: the config's, else 1)"},
+       {"config", "FILE.yaml", "a synthetic world config (default: the built-in one)"},
+       {"out", "DIR", "where to write its splits (required)"}}};
+  return command;
 }
 
 int synth_command(const Args& args) {
-  const std::string command = "data synth";
-  CliArgs cli = parse_cli(command, args, {"seed", "out", "config"}, {});
-  no_positional(cli, command);
+  CliArgs cli = parse_cli(synth_cli(), args);
+  cli.no_positional();
   data::SynthConfig config;
   if (auto path = cli.get("config")) config = data::load_synth_config(*path);
   if (cli.has("seed")) {
-    const long seed = cli.integer("seed", 1);
+    const long seed = cli.integer("seed");
     if (seed < 0) throw Error("--seed: must be >= 0");
     config.seed = static_cast<std::uint64_t>(seed);
   }
@@ -168,10 +194,18 @@ int synth_command(const Args& args) {
   return 0;
 }
 
+const CliCommand& stats_cli() {
+  static const CliCommand command{"data stats",
+                                  "counts and shapes of an example file",
+                                  "FILE.jsonl",
+                                  "",
+                                  {{"json", "", "print them as JSON"}}};
+  return command;
+}
+
 int stats_command(const Args& args) {
-  const std::string command = "data stats";
-  CliArgs cli = parse_cli(command, args, {}, {"json"});
-  const std::string path = single_positional(cli, command);
+  CliArgs cli = parse_cli(stats_cli(), args);
+  const std::string path = single_positional(cli);
   data::ExampleStats stats = data::compute_example_stats(data::read_examples_jsonl(path));
   if (cli.has("json")) {
     std::cout << data::example_stats_json(stats);
@@ -181,14 +215,26 @@ int stats_command(const Args& args) {
   return 0;
 }
 
+const CliCommand& render_cli() {
+  static const CliCommand command{
+      "data render",
+      "examples as the model sees them, with their reference answers",
+      "FILE.jsonl",
+      "",
+      {{"template", "NAME|FILE", "the prompt template", "rage_numeric"},
+       {"templates", "DIR", "where templates are looked up by name", "configs/templates"},
+       {"id", "ID", "the example to show (default: the first --limit)"},
+       {"limit", "N", "how many examples to show", "1"}}};
+  return command;
+}
+
 int render_command(const Args& args) {
-  const std::string command = "data render";
-  CliArgs cli = parse_cli(command, args, {"template", "templates", "id", "limit"}, {});
-  const std::string path = single_positional(cli, command);
-  const data::PromptTemplate tmpl = data::find_prompt_template(
-      cli.get_or("template", "rage_numeric"), cli.get_or("templates", "configs/templates"));
-  const long limit = cli.integer("limit", 1);
-  if (limit < 0) throw Error("--limit: must be >= 0");
+  CliArgs cli = parse_cli(render_cli(), args);
+  const std::string path = single_positional(cli);
+  const data::PromptTemplate tmpl =
+      data::find_prompt_template(cli.require("template"), cli.require("templates"));
+  const long limit = cli.integer("limit");
+  if (limit < 0) throw Error("data render: --limit must be >= 0");
   const auto id = cli.get("id");
   long shown = 0;
   for (const data::Example& e : data::read_examples_jsonl(path)) {
@@ -204,17 +250,18 @@ int render_command(const Args& args) {
 
 }  // namespace
 
+const char* data_summary() {
+  return "import, synthesise, inspect and render example files";
+}
+
 int command_data(const Args& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
-    return args.empty() ? 2 : 0;
-  }
-  const std::string& sub = args[0];
-  if (sub == "import") return import_command(rest_after(args, 1));
-  if (sub == "synth") return synth_command(rest_after(args, 1));
-  if (sub == "stats") return stats_command(rest_after(args, 1));
-  if (sub == "render") return render_command(rest_after(args, 1));
-  throw Error("data: unknown subcommand '" + sub + "' (import, synth, stats, render)");
+  return run_subcommand(
+      "data", data_summary(),
+      {{"import", nullptr, import_command, "import a data set as an example file"},
+       {"synth", &synth_cli(), synth_command},
+       {"stats", &stats_cli(), stats_command},
+       {"render", &render_cli(), render_command}},
+      args);
 }
 
 }  // namespace citeforge::trainer

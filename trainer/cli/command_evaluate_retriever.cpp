@@ -42,15 +42,35 @@
 #include "trainer/run/progress.h"
 
 namespace citeforge::trainer {
-namespace {
+const CliCommand& evaluate_retriever_cli() {
+  static const CliCommand command = [] {
+    CliCommand c{
+        "evaluate-retriever",
+        "judge a retriever by its passages and by the answers they lead to (LLM-retEval)",
+        "",
+        "BM25's Recall/Precision/F1@k over the corpus; with --model (and --chat, --template)\n"
+        "also answers in the G, RTG and GTR scenarios and from random passages.",
+        {{"data", "FILE.jsonl", "the questions with their gold sources (required)"},
+         {"corpus", "PASSAGES.jsonl", "the passages (default: every source of --data)"},
+         {"k", "N", "passages retrieved per question", "5"},
+         {"out", "DIR", "write summary.json and the answers here"}}};
+    for (auto& o : model_options()) c.options.push_back(o);
+    const std::vector<CliOption> own{
+        {"template", "NAME|FILE", "the prompt template to answer with"},
+        {"templates", "DIR", "where templates are looked up by name", "configs/templates"},
+        {"reference", "NAME", "score the answers' text against this reference answer"},
+        {"judge-template", "NAME|FILE", "the model judge's question", "answers_agree"},
+        {"limit", "N", "answer the first N questions (default: all)"},
+        {"max-new-tokens", "N", "tokens per answer at most", "128"},
+        {"batch-size", "N", "answers decoded together", "8"},
+        {"seed", "S", "the seed of the random passages", "0"}};
+    c.options.insert(c.options.end(), own.begin(), own.end());
+    return c;
+  }();
+  return command;
+}
 
-constexpr const char* kUsage =
-    "usage: citeforge evaluate-retriever --data FILE.jsonl [--corpus PASSAGES.jsonl] [--k N] "
-    "[--out DIR]\n"
-    "  answers too: --model DIR|FILE.gguf [--adapter DIR] [--quantization none|nf4] --chat FORMAT "
-    "--template NAME|FILE\n"
-    "  [--templates DIR] [--reference NAME] [--judge-template NAME|FILE] [--limit N]\n"
-    "  [--max-new-tokens N] [--batch-size N] [--dtype float32|bfloat16] [--seed S]";
+namespace {
 
 // Whitespace-collapsed, lower-cased text: what exact match compares.
 std::string normalized(const std::string& text) {
@@ -166,16 +186,10 @@ nlohmann::ordered_json compare_answers(const std::vector<std::string>& answers,
 }  // namespace
 
 int command_evaluate_retriever(const Args& args) {
-  CliArgs cli = parse_cli("evaluate-retriever", args,
-                          {"data", "corpus", "k", "out", "model", "adapter", "quantization", "chat",
-                           "template", "templates", "reference", "judge-template", "limit",
-                           "max-new-tokens", "batch-size", "dtype", "seed"},
-                          {});
-  if (!cli.positional.empty())
-    throw Error("evaluate-retriever: unexpected argument '" + cli.positional.front() + "'; " +
-                kUsage);
+  CliArgs cli = parse_cli(evaluate_retriever_cli(), args);
+  cli.no_positional();
   const std::string data_path = cli.require("data");
-  const long k = cli.integer("k", 5);
+  const long k = cli.integer("k");
   if (k < 1) throw Error("evaluate-retriever: --k must be >= 1");
   const auto examples = data::read_examples_jsonl(data_path);
   if (examples.empty()) fail_at(data_path, "", "no examples");
@@ -232,12 +246,12 @@ int command_evaluate_retriever(const Args& args) {
   if (cli.has("model")) {
     for (const char* option : {"chat", "template"})
       if (!cli.has(option))
-        throw Error(std::string("evaluate-retriever: --model needs --") + option + "; " + kUsage);
+        throw Error(std::string("evaluate-retriever: --model needs --") + option);
     auto loaded = load_cli_model(cli, "evaluate-retriever", [](const std::string& line) {
       std::fprintf(stderr, "[evaluate-retriever] %s\n", line.c_str());
     });
     auto& model = loaded.model;
-    const std::string templates = cli.get_or("templates", "configs/templates");
+    const std::string templates = cli.require("templates");
     PromptFormat format;
     format.tokenizer = loaded.tokenizer.get();
     format.chat = models::chat_template(cli.require("chat"));
@@ -248,17 +262,17 @@ int command_evaluate_retriever(const Args& args) {
     judge.model = model;
     judge.tokenizer = loaded.tokenizer.get();
     judge.chat = format.chat;
-    judge.prompt =
-        data::find_prompt_template(cli.get_or("judge-template", "answers_agree"), templates);
+    judge.prompt = data::find_prompt_template(cli.require("judge-template"), templates);
     std::optional<std::string> reference;
     if (cli.has("reference")) reference = cli.require("reference");
     const std::size_t limit = std::min<std::size_t>(
-        examples.size(), std::size_t(cli.integer("limit", long(examples.size()))));
+        examples.size(),
+        std::size_t(cli.has("limit") ? cli.integer("limit") : long(examples.size())));
 
     ScenarioAnswers given{"given", {examples.begin(), examples.begin() + long(limit)}, {}},
         rtg{"rtg", {}, {}}, gtr{"gtr", {}, {}}, random{"random", {}, {}};
     std::vector<data::Example> closed_book;
-    std::mt19937_64 rng(uint64_t(cli.integer("seed", 0)));
+    std::mt19937_64 rng(uint64_t(cli.integer("seed")));
     for (std::size_t i = 0; i < limit; ++i) {
       rtg.examples.push_back(retrieval::with_ranked_passages(examples[i], corpus, rankings[i]));
       random.examples.push_back(retrieval::with_ranked_passages(
@@ -266,8 +280,7 @@ int command_evaluate_retriever(const Args& args) {
       closed_book.push_back(retrieval::closed_book(examples[i]));
     }
     const models::DequantizedWeights once;
-    const long new_tokens = cli.integer("max-new-tokens", 128),
-               batch = cli.integer("batch-size", 8);
+    const long new_tokens = cli.integer("max-new-tokens"), batch = cli.integer("batch-size");
     given.answers = generate_answers(model, format, given.examples, new_tokens, batch,
                                      "answers from the given sources")
                         .answers;

@@ -18,12 +18,30 @@
 namespace citeforge::trainer {
 namespace fs = std::filesystem;
 
+const CliCommand& export_cli() {
+  static const CliCommand command{
+      "export",
+      "export a checkpoint's adapter (peft) or a merged model",
+      "",
+      "",
+      {{"checkpoint", "DIR", "a checkpoint directory of a run (required)"},
+       {"format", "peft|merged",
+        "the adapter alone, or the base with the adapter folded in "
+        "(required)"},
+       {"out", "DIR", "the directory to write (required)"},
+       {"model", "BASE_DIR",
+        "the base model (default: the adapter config's base_model_name_or_path)"}}};
+  return command;
+}
+
 int command_export(const Args& raw) {
-  auto args = parse_cli("export", raw, {"checkpoint", "format", "out", "model"}, {});
+  auto args = parse_cli(export_cli(), raw);
+  args.no_positional();
   const std::string checkpoint = verified_adapter_dir(args.require("checkpoint"));
   const std::string format = args.require("format");
   const fs::path out = args.require("out");
-  if (format != "peft" && format != "merged") throw Error("--format must be peft or merged");
+  if (format != "peft" && format != "merged")
+    throw Error("export: --format must be peft or merged");
 
   const std::string base = args.get_or("model", adapter_base_model(checkpoint));
   if (base.empty() || !fs::is_directory(base))

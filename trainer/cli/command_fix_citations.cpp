@@ -11,6 +11,7 @@
 #include "attribution/model_scores.h"
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/number_text.h"
 #include "data/answers.h"
 #include "data/example.h"
 #include "models/linear.h"
@@ -23,15 +24,30 @@
 
 namespace citeforge::trainer {
 
+const CliCommand& fix_citations_cli() {
+  static const CliCommand command = [] {
+    CliCommand c{"fix-citations", "correct answers' citations after generation (CiteFix)", "",
+                 "Give --answers or --reference. The model methods (bertscore, attention,\n"
+                 "ask_model) read the model that wrote the answers: --model, --chat, --template.",
+                 answer_options()};
+    const std::vector<CliOption> own{
+        {"out", "FIXED.jsonl", "the corrected answers (required)"},
+        {"method", "keyword|keyword_bm25|bertscore|attention|ask_model", "the correction",
+         "keyword"},
+        {"bm25-weight", "W", "keyword_bm25's weight of the question's BM25 score",
+         number_text(attribution::FixOptions{}.bm25_weight)},
+        {"template", "NAME|FILE", "the prompt template the answers were generated with"},
+        {"templates", "DIR", "where templates are looked up by name", "configs/templates"},
+        {"ask-template", "NAME|FILE", "ask_model's question to the model", "citefix_ask"},
+        {"layer", "N", "bertscore's decoder block (default: the middle one)"}};
+    c.options.insert(c.options.end(), own.begin(), own.end());
+    for (auto& o : model_options()) c.options.push_back(o);
+    return c;
+  }();
+  return command;
+}
+
 namespace {
-constexpr const char* kUsage =
-    "usage: citeforge fix-citations --data FILE.jsonl (--reference NAME | --answers "
-    "ANSWERS.jsonl|ARCHIVE.h5) --out FIXED.jsonl [--method "
-    "keyword|keyword_bm25|bertscore|attention|"
-    "ask_model] [--bm25-weight W]\n"
-    "  model methods: --model DIR|FILE.gguf [--adapter DIR] [--quantization none|nf4] --chat "
-    "FORMAT --template NAME|FILE [--templates DIR] [--ask-template FILE] [--layer N] [--dtype "
-    "float32|bfloat16]";
 
 // The model, its tokenizer and the templates a model method reads the answers with.
 struct LoadedReader {
@@ -48,38 +64,31 @@ LoadedReader load_reader(const CliArgs& cli) {
   out.tokenizer = std::move(loaded.tokenizer);
   out.reader.tokenizer = out.tokenizer.get();
   out.reader.chat = models::chat_template(cli.require("chat"));
-  const std::string templates = cli.get_or("templates", "configs/templates");
+  const std::string templates = cli.require("templates");
   out.reader.prompt = data::find_prompt_template(cli.require("template"), templates);
-  out.reader.ask = data::find_prompt_template(cli.get_or("ask-template", "citefix_ask"), templates);
+  out.reader.ask = data::find_prompt_template(cli.require("ask-template"), templates);
   if (out.reader.ask.citation_style != data::CitationStyle::numeric)
     throw Error("fix-citations: --ask-template " + out.reader.ask.name +
                 " must be numeric: the model answers with a document's [n]");
-  out.reader.hidden_layer = cli.integer("layer", -1);
+  out.reader.hidden_layer = cli.has("layer") ? cli.integer("layer") : -1;
   return out;
 }
 }  // namespace
 
 int command_fix_citations(const Args& args) {
-  CliArgs cli =
-      parse_cli("fix-citations", args,
-                {"data", "answers", "reference", "out", "method", "bm25-weight", "model", "adapter",
-                 "quantization", "chat", "template", "templates", "ask-template", "layer", "dtype"},
-                {});
-  if (!cli.positional.empty())
-    throw Error("fix-citations: unexpected argument '" + cli.positional.front() + "'; " + kUsage);
+  CliArgs cli = parse_cli(fix_citations_cli(), args);
+  cli.no_positional();
   if (cli.has("answers") == cli.has("reference"))
-    throw Error(
-        std::string("fix-citations: give exactly one of --answers FILE or --reference NAME; ") +
-        kUsage);
+    throw Error("fix-citations: give exactly one of --answers FILE or --reference NAME");
   const std::string data_path = cli.require("data");
   const std::string out_path = cli.require("out");
   attribution::FixOptions options;
   try {
-    options.method = attribution::parse_fix_method(cli.get_or("method", "keyword"));
+    options.method = attribution::parse_fix_method(cli.require("method"));
   } catch (const Error& e) {
     throw Error(std::string("fix-citations: --method: ") + e.what());
   }
-  options.bm25_weight = cli.number("bm25-weight", options.bm25_weight);
+  options.bm25_weight = cli.number("bm25-weight");
   if (!(options.bm25_weight >= 0)) throw Error("fix-citations: --bm25-weight must be >= 0");
 
   auto examples = data::read_examples_jsonl(data_path);

@@ -17,21 +17,44 @@
 
 namespace citeforge::trainer {
 
+const CliCommand& generate_cli() {
+  static const CliCommand command{
+      "generate",
+      "decode a continuation with a model (and adapter)",
+      "",
+      "Give --prompt or --prompt-file. Sampling (--temperature, --top-p, --seed) or --greedy\n"
+      "(the default when neither --temperature nor --top-p is given).",
+      {{"model", "DIR|FILE.gguf", "an HF model directory or a GGUF file (required)"},
+       {"adapter", "DIR", "a peft adapter or a run's checkpoint"},
+       {"tokenizer", "FILE", "the tokenizer (default: the model's)"},
+       {"prompt", "TEXT", "the prompt"},
+       {"prompt-file", "FILE", "read the prompt from a file"},
+       {"chat", one_of(models::chat_template_names()), "the chat format to wrap the prompt in"},
+       {"system", "TEXT", "the chat format's system message"},
+       {"max-new-tokens", "N", "tokens to generate at most", "64"},
+       {"greedy", "", "always take the most likely token"},
+       {"temperature", "T", "sampling temperature", "1.0"},
+       {"top-p", "P", "nucleus sampling's probability mass", "1.0"},
+       {"seed", "S", "sampling seed", "0"},
+       {"stop", "TEXT", "stop when the text appears", "", true},
+       {"device", "cpu|cuda", "where to run (default: cuda when there is one)"},
+       {"logits-out", "F.safetensors",
+        "also write the prompt's ids and logits, for cross-checks"}}};
+  return command;
+}
+
 int command_generate(const Args& raw) {
-  auto args =
-      parse_cli("generate", raw,
-                {"model", "adapter", "tokenizer", "prompt", "prompt-file", "max-new-tokens",
-                 "temperature", "top-p", "seed", "chat", "system", "device", "stop", "logits-out"},
-                {"greedy"});
+  auto args = parse_cli(generate_cli(), raw);
+  args.no_positional();
   std::string model_dir = args.require("model");
   if (models::is_gguf_path(model_dir))
     model_dir = models::gguf_model_dir(model_dir, [](const std::string& line) {
       std::fprintf(stderr, "[generate] %s\n", line.c_str());
     });
   if (args.has("prompt") == args.has("prompt-file"))
-    throw Error("give exactly one of --prompt and --prompt-file");
+    throw Error("generate: give exactly one of --prompt and --prompt-file");
   if (args.has("greedy") && (args.has("temperature") || args.has("top-p") || args.has("seed")))
-    throw Error("--greedy cannot be combined with --temperature, --top-p or --seed");
+    throw Error("generate: --greedy cannot be combined with --temperature, --top-p or --seed");
   const std::string prompt =
       args.has("prompt") ? args.require("prompt") : read_file(args.require("prompt-file"));
 
@@ -71,11 +94,11 @@ int command_generate(const Args& raw) {
   }
 
   models::SamplingOptions options;
-  options.max_new_tokens = args.integer("max-new-tokens", 64);
+  options.max_new_tokens = args.integer("max-new-tokens");
   options.greedy = !args.has("temperature") && !args.has("top-p");
-  options.temperature = args.number("temperature", 1.0);
-  options.top_p = args.number("top-p", 1.0);
-  options.seed = static_cast<uint64_t>(args.integer("seed", 0));
+  options.temperature = args.number("temperature");
+  options.top_p = args.number("top-p");
+  options.seed = static_cast<uint64_t>(args.integer("seed"));
   options.stop_strings = args.all("stop");
 
   auto start = std::chrono::steady_clock::now();

@@ -8,10 +8,19 @@
 
 namespace citeforge::trainer {
 
+const CliCommand& import_cli() {
+  static const CliCommand command{"import",
+                                  "import a GGUF checkpoint as an HF-layout model directory",
+                                  "gguf FILE.gguf",
+                                  "",
+                                  {{"out", "DIR", "the model directory to write (required)"}}};
+  return command;
+}
+
 int command_import(const Args& raw) {
-  auto args = parse_cli("import", raw, {"out"}, {});
+  auto args = parse_cli(import_cli(), raw);
   if (args.positional.size() != 2 || args.positional[0] != "gguf")
-    throw Error("usage: citeforge import gguf FILE.gguf --out DIR");
+    throw Error("import: expected 'gguf FILE.gguf' (citeforge import --help shows the usage)");
   models::import_gguf(args.positional[1], args.require("out"), [](const std::string& line) {
     std::fprintf(stderr, "[import] %s\n", line.c_str());
   });

@@ -29,16 +29,30 @@
 #include "trainer/run/progress.h"
 
 namespace citeforge::trainer {
-namespace {
+const CliCommand& judge_attributability_cli() {
+  static const CliCommand command = [] {
+    CliCommand c{"judge-attributability",
+                 "the share of answer sentences their cited sources support, a model judging", "",
+                 "Give --answers or --reference, --model and --chat, and --threshold T or\n"
+                 "--calibrate LABELLED.jsonl with --calibrate-reference NAME.",
+                 answer_options()};
+    for (auto& o : model_options()) c.options.push_back(o);
+    const std::vector<CliOption> own{
+        {"judge-template", "NAME|FILE", "the yes/no question to the judge", "attributable"},
+        {"templates", "DIR", "where templates are looked up by name", "configs/templates"},
+        {"threshold", "T", "the judge's threshold on its yes/no log-odds"},
+        {"calibrate", "LABELLED.jsonl", "choose the threshold on labelled pairs from this file"},
+        {"calibrate-reference", "NAME", "the reference answers whose citations are trusted"},
+        {"limit", "N", "judge the first N answers (default: all)"},
+        {"out", "DIR", "write summary.json and per-answer scores here"},
+        {"seed", "S", "the seed of the chance reference and the calibration pairs", "0"}};
+    c.options.insert(c.options.end(), own.begin(), own.end());
+    return c;
+  }();
+  return command;
+}
 
-constexpr const char* kUsage =
-    "usage: citeforge judge-attributability --data FILE.jsonl (--reference NAME | --answers "
-    "ANSWERS.jsonl|ARCHIVE.h5)\n"
-    "  --model DIR|FILE.gguf [--adapter DIR] [--quantization none|nf4] --chat FORMAT "
-    "[--judge-template NAME|FILE]\n"
-    "  [--templates DIR] (--threshold T | --calibrate LABELLED.jsonl --calibrate-reference "
-    "NAME)\n"
-    "  [--limit N] [--out DIR] [--dtype float32|bfloat16] [--seed S]";
+namespace {
 
 // The judge's threshold from labelled pairs: chosen on the pairs of the even-numbered examples,
 // measured on the odd-numbered ones.
@@ -96,33 +110,24 @@ nlohmann::ordered_json calibrate(attribution::YesNoJudge& judge, const std::stri
 }  // namespace
 
 int command_judge_attributability(const Args& args) {
-  CliArgs cli = parse_cli("judge-attributability", args,
-                          {"data", "answers", "reference", "model", "adapter", "quantization",
-                           "chat", "judge-template", "templates", "threshold", "calibrate",
-                           "calibrate-reference", "limit", "out", "dtype", "seed"},
-                          {});
-  if (!cli.positional.empty())
-    throw Error("judge-attributability: unexpected argument '" + cli.positional.front() + "'; " +
-                kUsage);
+  CliArgs cli = parse_cli(judge_attributability_cli(), args);
+  cli.no_positional();
   if (cli.has("answers") == cli.has("reference"))
-    throw Error(std::string("judge-attributability: give exactly one of --answers FILE or "
-                            "--reference NAME; ") +
-                kUsage);
+    throw Error("judge-attributability: give exactly one of --answers FILE or --reference NAME");
   if (cli.has("threshold") == cli.has("calibrate"))
-    throw Error(std::string("judge-attributability: give exactly one of --threshold T or "
-                            "--calibrate LABELLED.jsonl; ") +
-                kUsage);
+    throw Error(
+        "judge-attributability: give exactly one of --threshold T or --calibrate LABELLED.jsonl");
   if (cli.has("calibrate") && !cli.has("calibrate-reference"))
-    throw Error(std::string("judge-attributability: --calibrate needs --calibrate-reference "
-                            "NAME, the reference answers whose citations are trusted; ") +
-                kUsage);
+    throw Error(
+        "judge-attributability: --calibrate needs --calibrate-reference NAME, the "
+        "reference answers whose citations are trusted");
   for (const char* option : {"model", "chat"})
     if (!cli.has(option))
-      throw Error(std::string("judge-attributability: --") + option + " is required; " + kUsage);
+      throw Error(std::string("judge-attributability: --") + option + " is required");
   const std::string data_path = cli.require("data");
   auto examples = data::read_examples_jsonl(data_path);
   const auto answers = answers_for(examples, data_path, cli);
-  const uint64_t seed = uint64_t(cli.integer("seed", 0));
+  const uint64_t seed = uint64_t(cli.integer("seed"));
 
   auto loaded = load_cli_model(cli, "judge-attributability", [](const std::string& line) {
     std::fprintf(stderr, "[judge-attributability] %s\n", line.c_str());
@@ -132,11 +137,11 @@ int command_judge_attributability(const Args& args) {
   judge.model = loaded.model;
   judge.tokenizer = loaded.tokenizer.get();
   judge.chat = models::chat_template(cli.require("chat"));
-  judge.prompt = data::find_prompt_template(cli.get_or("judge-template", "attributable"),
-                                            cli.get_or("templates", "configs/templates"));
+  judge.prompt =
+      data::find_prompt_template(cli.require("judge-template"), cli.require("templates"));
   nlohmann::ordered_json summary;
   summary["data"] = data_path;
-  double threshold = cli.number("threshold", 0.0);
+  double threshold = cli.has("threshold") ? cli.number("threshold") : 0.0;
   if (cli.has("calibrate"))
     summary["calibration"] = calibrate(judge, cli.require("calibrate"),
                                        cli.require("calibrate-reference"), seed, &threshold);
@@ -145,7 +150,8 @@ int command_judge_attributability(const Args& args) {
   const auto support = attribution::yes_no_support_judge(judge);
   std::mt19937_64 rng(seed);
   const std::size_t limit = std::min<std::size_t>(
-      examples.size(), std::size_t(cli.integer("limit", long(examples.size()))));
+      examples.size(),
+      std::size_t(cli.has("limit") ? cli.integer("limit") : long(examples.size())));
   std::vector<double> scores, chance;
   int sentences = 0, entailed = 0, unformatted = 0, unread = 0, without_citation = 0;
   std::string per_answer;

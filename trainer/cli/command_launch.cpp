@@ -30,11 +30,20 @@
 #include "trainer/cli/commands.h"
 
 namespace citeforge::trainer {
-namespace {
+const CliCommand& launch_cli() {
+  static const CliCommand command{
+      "launch",
+      "start N local ranks of a distributed command (like torchrun)",
+      "-- COMMAND [ARGS...]",
+      "e.g. citeforge launch --nproc 3 -- run CONFIG.yaml",
+      {{"nproc", "N", "ranks to start (required)"},
+       {"master-addr", "ADDR", "rank 0's address", "127.0.0.1"},
+       {"master-port", "PORT", "rank 0's port (default: a free one)"},
+       {"grace", "S", "seconds the others get to stop after one rank fails", "30"}}};
+  return command;
+}
 
-constexpr const char* kUsage =
-    "usage: citeforge launch --nproc N [--master-addr ADDR] [--master-port PORT] [--grace S] "
-    "-- COMMAND [ARGS...]";
+namespace {
 
 volatile std::sig_atomic_t g_signal = 0;
 void remember_signal(int sig) {
@@ -162,16 +171,16 @@ Child spawn(int rank, int nproc, const std::string& addr, int port, const std::s
 
 int command_launch(const Args& raw) {
   auto split = std::find(raw.begin(), raw.end(), "--");
-  if (split == raw.end() || split + 1 == raw.end()) throw Error(kUsage);
-  auto args = parse_cli("launch", Args(raw.begin(), split),
-                        {"nproc", "master-addr", "master-port", "grace"}, {});
-  if (!args.positional.empty()) throw Error(kUsage);
-  const long nproc = args.integer("nproc", 0);
+  auto args = parse_cli(launch_cli(), Args(raw.begin(), split));
+  args.no_positional();
+  if (split == raw.end() || split + 1 == raw.end())
+    throw Error("launch: expected -- COMMAND [ARGS...] after the options");
+  const long nproc = args.integer("nproc");
   if (nproc < 1 || nproc > 1024) throw Error("launch: --nproc must be in [1, 1024]");
-  const std::string addr = args.get_or("master-addr", "127.0.0.1");
-  const long port = args.has("master-port") ? args.integer("master-port", 0) : free_port();
+  const std::string addr = args.require("master-addr");
+  const long port = args.has("master-port") ? args.integer("master-port") : free_port();
   if (port < 1 || port > 65535) throw Error("launch: --master-port must be in [1, 65535]");
-  const double grace = args.number("grace", 30);
+  const double grace = args.number("grace");
   const std::vector<std::string> command(split + 1, raw.end());
   const std::string exe = self_path();
 

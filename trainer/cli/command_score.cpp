@@ -21,12 +21,21 @@
 
 namespace citeforge::trainer {
 
-namespace {
+const CliCommand& score_cli() {
+  static const CliCommand command = [] {
+    CliCommand c{"score", "score answers' citations against an example file", "",
+                 "Give --answers or --reference.", answer_options()};
+    c.options.push_back({"out", "DIR", "write per_example.jsonl and summary.json here"});
+    c.options.push_back({"invalid-citations", "penalize|ignore",
+                         "whether citations of no source count as wrong", "penalize"});
+    c.options.push_back({"overlap-reference", "NAME",
+                         "also score citation overlap with this reference answer (HAGRID)"});
+    return c;
+  }();
+  return command;
+}
 
-constexpr const char* kUsage =
-    "usage: citeforge score --data FILE.jsonl (--reference NAME | --answers "
-    "ANSWERS.jsonl|ARCHIVE.h5) "
-    "[--out DIR] [--invalid-citations penalize|ignore] [--overlap-reference NAME]";
+namespace {
 
 // Metrics that depend on the relevance labels. When the labels were derived from the very
 // answers being scored (silver labels from `--reference NAME`), these only measure the answer
@@ -50,18 +59,14 @@ std::size_t circular_labels(const std::vector<data::Example>& examples, const Cl
 }  // namespace
 
 int command_score(const Args& args) {
-  CliArgs cli = parse_cli(
-      "score", args,
-      {"data", "answers", "reference", "out", "invalid-citations", "overlap-reference"}, {});
-  if (!cli.positional.empty())
-    throw Error("score: unexpected argument '" + cli.positional.front() + "'; " + kUsage);
+  CliArgs cli = parse_cli(score_cli(), args);
+  cli.no_positional();
   if (cli.has("answers") == cli.has("reference"))
-    throw Error(std::string("score: give exactly one of --answers FILE or --reference NAME; ") +
-                kUsage);
+    throw Error("score: give exactly one of --answers FILE or --reference NAME");
   std::string data_path = cli.require("data");
   rewards::MetricOptions options;
-  options.invalid_citations = rewards::parse_invalid_citations(
-      cli.get_or("invalid-citations", "penalize"), "--invalid-citations");
+  options.invalid_citations =
+      rewards::parse_invalid_citations(cli.require("invalid-citations"), "--invalid-citations");
   auto overlap_name = cli.get("overlap-reference");
 
   std::vector<data::Example> examples = data::read_examples_jsonl(data_path);

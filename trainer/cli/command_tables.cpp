@@ -17,12 +17,24 @@
 namespace citeforge::trainer {
 namespace fs = std::filesystem;
 
+const CliCommand& tables_cli() {
+  static const CliCommand command{
+      "tables",
+      "rebuild the papers' tables and plots of run directories",
+      "RUN_DIR...",
+      "Without --out each run's tables are rewritten in place; with --out the runs are only read\n"
+      "and everything goes to DIR/<run name>/ and DIR/tables.md.",
+      {{"metric", "M", "the selection metric (default: the run's, from selection.json or config)"},
+       {"validation", "TEST_SET", "the test set to select on (default: the run's)"},
+       {"out", "DIR", "write here instead of into the runs"},
+       {"no-plots", "", "skip the gnuplot figures"}}};
+  return command;
+}
+
 int command_tables(const Args& raw) {
-  auto args = parse_cli("tables", raw, {"metric", "validation", "out"}, {"no-plots"});
+  auto args = parse_cli(tables_cli(), raw);
   if (args.positional.empty())
-    throw Error(
-        "usage: citeforge tables RUN_DIR... [--metric M] [--validation TEST_SET] "
-        "[--out DIR] [--no-plots]");
+    throw Error("tables: give at least one RUN_DIR (citeforge tables --help shows the usage)");
   TablesOptions options;
   if (auto m = args.get("metric")) options.metric = *m;
   if (auto v = args.get("validation")) options.validation = *v;

@@ -11,10 +11,24 @@
 
 namespace citeforge::trainer {
 
+const CliCommand& tokenize_cli() {
+  static const CliCommand command{
+      "tokenize",
+      "print the token ids of each line of standard input",
+      "",
+      "Give --model or --tokenizer.",
+      {{"model", "DIR|FILE.gguf", "the model whose tokenizer to use"},
+       {"tokenizer", "FILE", "a tokenizer.model or tokenizer.json"},
+       {"no-parse-special", "", "read special tokens in the text as plain text"},
+       {"pieces", "", "print each id's piece beside it"}}};
+  return command;
+}
+
 int command_tokenize(const Args& raw) {
-  auto args = parse_cli("tokenize", raw, {"model", "tokenizer"}, {"no-parse-special", "pieces"});
+  auto args = parse_cli(tokenize_cli(), raw);
+  args.no_positional();
   if (!args.has("model") && !args.has("tokenizer"))
-    throw Error("give --model DIR|FILE.gguf or --tokenizer FILE");
+    throw Error("tokenize: give --model DIR|FILE.gguf or --tokenizer FILE");
   std::string source = args.get_or("tokenizer", args.get_or("model", ""));
   // A .gguf carries its vocabulary; reading it directly avoids importing the weights.
   auto tokenizer =

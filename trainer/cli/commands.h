@@ -1,9 +1,12 @@
-// The citeforge subcommands. Each takes the arguments after its name and returns the exit code;
-// errors are thrown as citeforge::Error and turned into one line by main().
+// The citeforge commands. Each takes the arguments after its name and returns the exit code;
+// errors are thrown as citeforge::Error and turned into one line by main(). Each command's
+// options are its table (cli_args.h), defined beside it; `data` is a group of subcommands.
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "trainer/cli/cli_args.h"
 
 namespace citeforge::trainer {
 
@@ -21,5 +24,26 @@ int command_tables(const Args& args);
 int command_launch(const Args& args);
 int command_import(const Args& args);
 int command_tokenize(const Args& args);
+
+const CliCommand& generate_cli();
+const CliCommand& score_cli();
+const CliCommand& fix_citations_cli();
+const CliCommand& evaluate_retriever_cli();
+const CliCommand& judge_attributability_cli();
+const CliCommand& run_cli();
+const CliCommand& export_cli();
+const CliCommand& tables_cli();
+const CliCommand& launch_cli();
+const CliCommand& import_cli();
+const CliCommand& tokenize_cli();
+
+// Every command, in the order `citeforge --help` lists them.
+const std::vector<CliSubcommand>& citeforge_commands();
+bool is_command(const std::string& name);
+// The one-line summary of the `data` group of subcommands.
+const char* data_summary();
+
+// "citeforge 0.9.0 (commit 1a2b3c4), LibTorch 2.11.0[, CUDA 13.0]".
+std::string version_text();
 
 }  // namespace citeforge::trainer

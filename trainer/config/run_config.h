@@ -170,9 +170,9 @@ struct SelectionSection {
 };
 
 // Several processes (docs/design.md §5): used when `citeforge launch`, torchrun or SLURM start the
-// run with more than one rank (trainer/dist/dist_env.h); a single process ignores this section.
-// Ranks 0..learners-1 run the PPO update (rank 0 also evaluates and checkpoints); the rollout
-// ranks generate with their copy of the policy.
+// run with more than one rank (trainer/distributed/dist_env.h); a single process ignores this
+// section. Ranks 0..learners-1 run the PPO update (rank 0 also evaluates and checkpoints); the
+// rollout ranks generate with their copy of the policy.
 struct DistributedSection {
   std::string backend = "gloo";     // gloo (CPU) | nccl (GPU)
   int learners = 0;                 // 0 = every rank learns
@@ -201,10 +201,16 @@ struct RunConfig {
   DistributedSection distributed;
 };
 
+// Whether validation checks that the files a config names exist: off for a run directory's
+// resolved config read back on another machine (trainer/run/run_dir.h), where only the run's
+// choices matter.
+enum class FileChecks { on, off };
+
 // Reads, overrides (`key.path=value`, the value parsed as YAML) and validates a config.
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides = {});
 RunConfig parse_run_config(const std::string& yaml_text, const std::string& file,
-                           const std::vector<std::string>& overrides = {});
+                           const std::vector<std::string>& overrides = {},
+                           FileChecks files = FileChecks::on);
 
 // The resolved config (every default filled in) as YAML that parse_run_config reads back.
 std::string run_config_to_yaml(const RunConfig& config);

@@ -386,10 +386,4 @@ EvalRecord read_eval_archive(const std::string& path) {
   return record;
 }
 
-std::string eval_archive_path(const std::string& run_dir, const std::string& stage, int epoch,
-                              const std::string& test_set) {
-  return (fs::path(run_dir) / "eval" / (stage + "-" + std::to_string(epoch)) / (test_set + ".h5"))
-      .string();
-}
-
 }  // namespace citeforge::trainer

@@ -29,10 +29,6 @@ void write_eval_archive(const std::string& path, const EvalRecord& record);
 // the file and the dataset or attribute.
 EvalRecord read_eval_archive(const std::string& path);
 
-// RUN_DIR/eval/<stage>-<epoch>/<test set>.h5
-std::string eval_archive_path(const std::string& run_dir, const std::string& stage, int epoch,
-                              const std::string& test_set);
-
 // Throws citeforge::Error (prefixed by `file`) when `record` could not be archived and read back
 // as itself: an unknown stage, a negative epoch or a base epoch other than 0, a test set that is
 // not a plain file name, columns of other lengths than `ids`, metrics and aggregates that differ.

@@ -173,8 +173,8 @@ EvalRecord record_evaluation(RunContext& run, const TestSet& test, const std::st
   record.test_set = test_set;
   record.checkpoint = checkpoint;
   record.prompts = prompts;
-  write_eval_archive(eval_archive_path(run.run_dir, stage, epoch, test_set), record);
-  record_result(results_path(run.run_dir), result_of(record));
+  write_eval_archive(run.dir.eval_archive(stage, epoch, test_set), record);
+  record_result(run.dir.results(), result_of(record));
   return record;
 }
 
@@ -187,7 +187,7 @@ void evaluate_corrections(RunContext& run, const TestSet& test, const std::strin
   std::optional<attribution::ModelReader> reader;
   for (const auto& name : run.config.eval.corrections) {
     const std::string test_set = test.spec.name + "+" + name;
-    if (file_exists(eval_archive_path(run.run_dir, stage, epoch, test_set))) continue;
+    if (file_exists(run.dir.eval_archive(stage, epoch, test_set))) continue;
     const auto method = attribution::parse_fix_method(name);
     if (attribution::needs_model(method) && !reader) {
       reader.emplace();
@@ -233,7 +233,7 @@ void evaluate_corrections(RunContext& run, const TestSet& test, const std::strin
 // cited from the corpus by retrieval and scored against the passages it was given.
 void evaluate_closed_book(RunContext& run, const TestSet& test, const std::string& stage, int epoch,
                           const std::string& checkpoint) {
-  const std::string archive = eval_archive_path(run.run_dir, stage, epoch, test.spec.name);
+  const std::string archive = run.dir.eval_archive(stage, epoch, test.spec.name);
   const std::string partial = partial_answers_path(archive);
   PromptFormat format = run.format;
   format.prompt = *test.closed_book;
@@ -269,19 +269,19 @@ void evaluate_all(RunContext& run, const std::string& stage, int epoch,
                   const std::string& checkpoint) {
   for (const auto& test : run.test_sets) {
     if (test.scenario == retrieval::Scenario::gtr) {
-      if (!file_exists(eval_archive_path(run.run_dir, stage, epoch, test.spec.name)))
+      if (!file_exists(run.dir.eval_archive(stage, epoch, test.spec.name)))
         evaluate_closed_book(run, test, stage, epoch, checkpoint);
       continue;
     }
-    const std::string archive = eval_archive_path(run.run_dir, stage, epoch, test.spec.name);
+    const std::string archive = run.dir.eval_archive(stage, epoch, test.spec.name);
     if (file_exists(archive)) {  // done before an interruption; corrections may be missing
       // Corrections re-cite among the given documents; a scenario's sets have none to add.
       const auto& methods = run.config.eval.corrections;
-      const bool corrected = test.scenario != retrieval::Scenario::given ||
-                             std::all_of(methods.begin(), methods.end(), [&](const auto& name) {
-                               return file_exists(eval_archive_path(run.run_dir, stage, epoch,
-                                                                    test.spec.name + "+" + name));
-                             });
+      const bool corrected =
+          test.scenario != retrieval::Scenario::given ||
+          std::all_of(methods.begin(), methods.end(), [&](const auto& name) {
+            return file_exists(run.dir.eval_archive(stage, epoch, test.spec.name + "+" + name));
+          });
       if (!corrected) {
         const auto done = read_eval_archive(archive);
         evaluate_corrections(run, test, stage, epoch, checkpoint, done.generations, done.prompts);

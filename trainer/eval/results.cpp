@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/file_io.h"
 #include "trainer/eval/eval_archive.h"
+#include "trainer/run/run_dir.h"
 
 namespace citeforge::trainer {
 
@@ -119,10 +120,6 @@ const rewards::Aggregate* find_metric(const ResultRecord& record, const std::str
   return find_aggregate(record.metrics, name);
 }
 
-std::string results_path(const std::string& run_dir) {
-  return (fs::path(run_dir) / "results.json").string();
-}
-
 std::vector<ResultRecord> read_results(const std::string& path) {
   json root;
   try {
@@ -185,7 +182,7 @@ void sort_results(std::vector<ResultRecord>& results) {
 }
 
 std::vector<ResultRecord> results_from_archives(const std::string& run_dir) {
-  fs::path eval_dir = fs::path(run_dir) / "eval";
+  fs::path eval_dir = RunDir{run_dir}.eval();
   std::error_code ec;
   if (!fs::is_directory(eval_dir, ec))
     fail_at(run_dir, "", "no eval/ directory, so no evaluation archives to read");

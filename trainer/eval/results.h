@@ -25,7 +25,6 @@ ResultRecord result_of(const EvalRecord& record);
 const rewards::Aggregate* find_metric(const ResultRecord& record, const std::string& name);
 
 // RUN_DIR/results.json
-std::string results_path(const std::string& run_dir);
 
 // JSON: a list of {stage, epoch, test_set, checkpoint, metrics: {name: {mean, count, ci_low,
 // ci_high}}}; a NaN (empty) aggregate is written as null. Reading is strict: errors name the

@@ -93,10 +93,6 @@ std::vector<Selection> select_checkpoints(const std::vector<ResultRecord>& resul
   return out;
 }
 
-std::string selection_path(const std::string& run_dir) {
-  return (std::filesystem::path(run_dir) / "selection.json").string();
-}
-
 void write_selection(const std::string& path, const SelectionOptions& options,
                      const std::vector<Selection>& selections) {
   json selected = json::array();

@@ -45,7 +45,6 @@ std::vector<Selection> select_checkpoints(const std::vector<ResultRecord>& resul
                                           const std::string& file = "results.json");
 
 // RUN_DIR/selection.json
-std::string selection_path(const std::string& run_dir);
 
 // JSON: {"metric", "validation", "selected": [{setting, epoch, checkpoint, metric, test_set,
 // value, scores: {test set: {metric: {mean, count, ci_low, ci_high}}}}]}.

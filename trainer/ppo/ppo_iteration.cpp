@@ -56,12 +56,11 @@ std::string ppo_checkpoint_name(const std::string& stage, int k) {
 void ppo_checkpoint_and_evaluate(RunContext& run, const std::string& stage, int64_t it,
                                  const std::function<void(const std::string&, int64_t)>& save) {
   const auto& c = run.config.ppo;
-  const std::filesystem::path root = run.checkpoint_root();
   const int k = ppo_eval_index(c, it);
-  if (k || it % c.checkpoint_every == 0) save((root / (stage + "-last")).string(), it);
+  if (k || it % c.checkpoint_every == 0) save(run.dir.checkpoint(stage + "-last"), it);
   if (k) {
-    save((root / ppo_checkpoint_name(stage, k)).string(), it);
-    evaluate_all(run, stage, k, "checkpoints/" + ppo_checkpoint_name(stage, k));
+    save(run.dir.checkpoint(ppo_checkpoint_name(stage, k)), it);
+    evaluate_all(run, stage, k, RunDir::relative_checkpoint(ppo_checkpoint_name(stage, k)));
   }
 }
 

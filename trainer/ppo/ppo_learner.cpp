@@ -10,7 +10,8 @@
 #include "common/fault.h"
 #include "data/random.h"
 #include "models/lora.h"
-#include "trainer/dist/dist_env.h"
+#include "trainer/distributed/dist_env.h"
+#include "trainer/distributed/gradient_sum.h"
 #include "trainer/run/progress.h"
 
 namespace citeforge::trainer {
@@ -212,35 +213,6 @@ enum Slot { kPolicy, kValue, kEntropy, kClip, kValueClip, kApproxKl, kNonFinite,
 
 // Sums the learners' gradients and `local` statistics in one collective; the summed gradients
 // replace each parameter's own.
-void all_reduce_minibatch(const LearnerShare& share, std::vector<torch::Tensor>& params,
-                          const double (&local)[kSlots], double (&total)[kSlots],
-                          const std::string& phase) {
-  const torch::Device device = params.front().device();
-  std::vector<torch::Tensor> parts;
-  for (auto& p : params)
-    parts.push_back(p.grad().defined() ? p.grad().to(torch::kFloat32).reshape(-1)
-                                       : torch::zeros({p.numel()}, torch::kFloat32).to(device));
-  parts.push_back(torch::tensor(std::vector<double>(local, local + kSlots), torch::kFloat64)
-                      .to(torch::kFloat32)
-                      .to(device));
-  auto flat = torch::cat(parts);
-  share.all_reduce_sum(flat, phase);
-  flat = flat.cpu();
-  int64_t at = 0;
-  {
-    torch::NoGradGuard no_grad;
-    for (auto& p : params) {
-      auto summed = flat.narrow(0, at, p.numel()).view(p.sizes()).to(p.device(), p.scalar_type());
-      if (p.grad().defined())
-        p.mutable_grad().copy_(summed);
-      else
-        p.mutable_grad() = summed.clone();  // not a view of `flat`
-      at += p.numel();
-    }
-  }
-  for (int k = 0; k < kSlots; ++k) total[k] = flat[at + k].item<double>();
-}
-
 }  // namespace
 
 PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_seed,
@@ -314,10 +286,13 @@ PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_s
                                     finite ? 0.0 : 1.0};
       double total[kSlots];
       std::copy(local, local + kSlots, total);
-      if (several)
-        all_reduce_minibatch(share, l.params, local, total,
+      if (several) {
+        std::vector<double> sums_here(local, local + kSlots);
+        all_reduce_gradients(l.params, sums_here, share.all_reduce_sum,
                              phase + " (epoch " + std::to_string(epoch + 1) + ", rows " +
                                  std::to_string(begin) + "+)");
+        std::copy(sums_here.begin(), sums_here.end(), total);
+      }
       if (total[kNonFinite] > 0)
         throw Error("ppo: non-finite loss at iteration " + std::to_string(iteration) + " on " +
                     std::to_string(int(total[kNonFinite])) +

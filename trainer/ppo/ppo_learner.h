@@ -15,6 +15,7 @@
 #include "models/llama.h"
 #include "models/value_head.h"
 #include "trainer/config/run_config.h"
+#include "trainer/distributed/gradient_sum.h"
 #include "trainer/ppo/ppo_math.h"
 #include "trainer/ppo/ppo_rollout.h"
 
@@ -78,7 +79,7 @@ struct LearnerShare {
   int index = 0;  // this learner's position among the learners
   int count = 1;
   // In-place sum over the learners; `phase` names the collective in failure messages.
-  std::function<void(torch::Tensor& values, const std::string& phase)> all_reduce_sum;
+  ReduceSum all_reduce_sum;
 };
 
 // Told each phase of an update as it ends (the scoring pass, each minibatch), so that an update

@@ -12,7 +12,7 @@
 #include "common/error.h"
 #include "common/fault.h"
 #include "common/file_io.h"
-#include "trainer/dist/dist_run.h"
+#include "trainer/distributed/dist_run.h"
 #include "trainer/eval/evaluate.h"
 #include "trainer/ppo/ppo_iteration.h"
 #include "trainer/ppo/ppo_learner.h"
@@ -112,7 +112,7 @@ void run_ppo(RunContext& run, const std::string& stage) {
   }
 
   const std::vector<data::Example> pool = ppo_pool(run);
-  const std::string last_dir = (fs::path(run.checkpoint_root()) / (stage + "-last")).string();
+  const std::string last_dir = run.dir.checkpoint(stage + "-last");
   auto phase = [&](int64_t it, const std::string& what) {
     return stage + " iteration " + std::to_string(it) + ": " + what;
   };
@@ -139,10 +139,10 @@ void run_ppo(RunContext& run, const std::string& stage) {
   if (me.lead && done > 0) {
     std::fprintf(stderr, "[%s] resuming from %s after iteration %lld\n", stage.c_str(),
                  last_dir.c_str(), (long long)done);
-    append_jsonl(run.metrics_path(),
+    append_jsonl(run.dir.metrics(),
                  nlohmann::json{{"stage", stage}, {"event", "resume"}, {"iteration", done}}.dump());
     if (int k = ppo_eval_index(c, done))
-      evaluate_all(run, stage, k, "checkpoints/" + ppo_checkpoint_name(stage, k));
+      evaluate_all(run, stage, k, RunDir::relative_checkpoint(ppo_checkpoint_name(stage, k)));
   }
   int64_t version = done;  // the weights every rank holds: after update `version`
   if (me.group)
@@ -241,7 +241,7 @@ void run_ppo(RunContext& run, const std::string& stage) {
           record["trajectory_bytes"] = after.bytes_gathered - before.bytes_gathered;
           record["gradient_bytes"] = after.bytes_reduced - before.bytes_reduced;
         }
-        append_jsonl(run.metrics_path(), record.dump());
+        append_jsonl(run.dir.metrics(), record.dump());
         progress->update(it, ppo_status_line(stats, rollout_s));
       }
       ppo_checkpoint_and_evaluate(run, stage, it, save);

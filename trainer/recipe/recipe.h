@@ -11,10 +11,10 @@
 
 namespace citeforge::trainer {
 
-struct DistRun;  // trainer/dist/dist_run.h
+struct DistRun;  // trainer/distributed/dist_run.h
 
 // Runs `config` into `run_dir` (created if missing). Returns the process exit code. `dist` is
-// set when this process is one rank of several (trainer/dist/dist_run.h).
+// set when this process is one rank of several (trainer/distributed/dist_run.h).
 int run_recipe(const RunConfig& config, const std::string& run_dir, DistRun* dist = nullptr);
 
 }  // namespace citeforge::trainer

@@ -21,12 +21,12 @@ void run_setting(RunContext& run, const std::string& setting) {
   if (setting == "sft+ppo") {
     // PPO continues from the SFT checkpoint the validation metric selects.
     SelectionOptions options{run.config.selection.metric, run.config.selection.test_set};
-    auto chosen = select_checkpoint(read_results(results_path(run.run_dir)), "sft", options,
-                                    results_path(run.run_dir));
+    auto chosen =
+        select_checkpoint(read_results(run.dir.results()), "sft", options, run.dir.results());
     if (!chosen) throw Error(run.config.file + ": setting sft+ppo needs the sft setting first");
     std::fprintf(stderr, "[sft+ppo] starting from %s (%s %.4f on %s)\n", chosen->checkpoint.c_str(),
                  options.metric.c_str(), chosen->value, options.validation.c_str());
-    load_trainable(run.path(chosen->checkpoint), models::lora_parameters(run.model));
+    load_trainable(run.dir.path(chosen->checkpoint), models::lora_parameters(run.model));
     // The KL penalty keeps PPO near the SFT policy it starts from (RAGE, TRL), so that adapter is
     // frozen as the reference; the base alone never saw a citation and would make every cited
     // source cost more in KL than the reward can pay.

@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "trainer/run/run_dir.h"
 
 extern char** environ;
 
@@ -143,7 +144,7 @@ std::string run_gnuplot(const std::string& program, const std::string& script,
 PlotReport write_plots(const std::string& run_dir, const std::vector<ResultRecord>& results,
                        const PlotOptions& options) {
   PlotReport report;
-  fs::path dir = fs::path(run_dir) / "plots";
+  fs::path dir = RunDir{run_dir}.plots();
   fs::create_directories(dir);
   std::vector<std::string> test_sets;
   for (const auto& r : results)
@@ -225,7 +226,7 @@ constexpr PpoColumn kPpoColumns[] = {
 PlotReport write_ppo_plots(const std::string& run_dir, const PlotOptions& options,
                            const std::string& out_dir) {
   PlotReport report;
-  const fs::path metrics = fs::path(run_dir) / "metrics.jsonl";
+  const fs::path metrics = RunDir{run_dir}.metrics();
   if (!fs::exists(metrics)) return report;
   // stage -> iteration -> record (the last one logged wins: a resumed run repeats iterations).
   std::map<std::string, std::map<int64_t, nlohmann::json>> stages;
@@ -246,7 +247,7 @@ PlotReport write_ppo_plots(const std::string& run_dir, const PlotOptions& option
   }
   if (stages.empty()) return report;
 
-  const fs::path dir = fs::path(out_dir.empty() ? run_dir : out_dir) / "plots";
+  const fs::path dir = RunDir{out_dir.empty() ? run_dir : out_dir}.plots();
   fs::create_directories(dir);
   const std::string data_path = (dir / "ppo.dat").string();
   const std::string script_path = (dir / "ppo.gp").string();

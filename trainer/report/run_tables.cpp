@@ -1,11 +1,10 @@
 #include "trainer/report/run_tables.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <filesystem>
 
 #include "common/error.h"
+#include "trainer/run/run_dir.h"
 
 namespace citeforge::trainer {
 
@@ -21,48 +20,43 @@ struct ConfiguredRun {
   std::vector<std::string> out_of_distribution;
 };
 
-ConfiguredRun read_run_config(const std::string& run_dir) {
+ConfiguredRun read_run_config(const RunDir& run) {
   ConfiguredRun out;
-  const std::string config = (fs::path(run_dir) / "config.resolved.yaml").string();
-  if (!fs::exists(config)) return out;
-  try {
-    YAML::Node root = YAML::LoadFile(config);
-    if (auto s = root["selection"]) {
-      if (s["metric"]) out.metric = s["metric"].as<std::string>();
-      if (s["test_set"]) out.validation = s["test_set"].as<std::string>();
-    }
-    if (auto data = root["data"]; data && data["test_sets"])
-      for (const auto& t : data["test_sets"])
-        if (t["ood"] && t["ood"].as<bool>())
-          out.out_of_distribution.push_back(t["name"].as<std::string>());
-  } catch (const YAML::Exception& e) {
-    fail_at(config, "selection, data.test_sets", std::string("cannot be read: ") + e.what());
-  }
+  const auto config = read_resolved_config(run);
+  if (!config) return out;
+  out.metric = config->selection.metric;
+  out.validation = config->selection.test_set;
+  out.out_of_distribution = table3_roles(*config).out_of_distribution;
   return out;
+}
+
+// The run's results: read from its evaluation archives, or, for a run directory kept without
+// them (the records committed under experiments/), from its own results.json.
+std::vector<ResultRecord> run_results(const RunDir& run) {
+  if (!fs::is_directory(run.eval()) && fs::exists(run.results()))
+    return read_results(run.results());
+  return results_from_archives(run.root);
 }
 
 }  // namespace
 
 std::string run_name(const std::string& run_dir) {
-  fs::path path = fs::path(run_dir).lexically_normal();
-  if (path.filename().empty()) path = path.parent_path();  // "runs/a/"
-  std::string name = path.filename().string();
-  return name.empty() || name == "." ? fs::absolute(path).filename().string() : name;
+  return RunDir{run_dir}.name();
 }
 
 TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
   TabledRun out;
   const std::string dest = options.out_dir.value_or(run_dir);
   fs::create_directories(dest);
-  std::vector<ResultRecord> results = results_from_archives(run_dir);
-  std::string results_file = results_path(dest);
+  std::vector<ResultRecord> results = run_results(RunDir{run_dir});
+  std::string results_file = RunDir{dest}.results();
   write_results(results_file, results);
   out.files.push_back(results_file);
 
   // Re-tabling keeps the run's own choice of metric and validation set unless told otherwise.
-  const std::string own_selection = selection_path(run_dir);
-  std::string selection_file = selection_path(dest);
-  const ConfiguredRun configured = read_run_config(run_dir);
+  const std::string own_selection = RunDir{run_dir}.selection();
+  std::string selection_file = RunDir{dest}.selection();
+  const ConfiguredRun configured = read_run_config(RunDir{run_dir});
   SelectionOptions selection;
   if (fs::exists(own_selection)) {
     if (!options.metric || !options.validation) read_selection(own_selection, &selection);

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "trainer/run/run_dir.h"
 
 namespace citeforge::trainer {
 
@@ -364,8 +365,12 @@ std::string tables_markdown(const std::vector<RunSummary>& runs) {
   return out;
 }
 
+std::string table2_file(const std::string& test_set, const std::string& extension) {
+  return "table2_" + test_set + extension;
+}
+
 std::vector<std::string> write_tables(const std::string& run_dir, const RunSummary& run) {
-  fs::path dir = fs::path(run_dir) / "tables";
+  fs::path dir = RunDir{run_dir}.tables();
   std::vector<RunSummary> runs = {run};
   std::vector<std::string> written;
   auto write = [&](const std::string& name, const std::string& text) {
@@ -374,8 +379,8 @@ std::vector<std::string> write_tables(const std::string& run_dir, const RunSumma
     written.push_back(path);
   };
   for (const auto& t : test_sets_of(run.results, run.roles.in_distribution)) {
-    write("table2_" + t + ".md", to_markdown(table2_markdown_table(runs, t)));
-    write("table2_" + t + ".csv", to_csv(table2_csv_table(runs, t)));
+    write(table2_file(t, ".md"), to_markdown(table2_markdown_table(runs, t)));
+    write(table2_file(t, ".csv"), to_csv(table2_csv_table(runs, t)));
   }
   write("table1_source_quality.md", to_markdown(table1_markdown_table(runs)));
   write("table1_source_quality.csv", to_csv(table1_csv_table(runs)));

@@ -71,5 +71,7 @@ std::string tables_markdown(const std::vector<RunSummary>& runs);
 // Writes RUN_DIR/tables/: table2_<test set>.{md,csv}, table1_source_quality.{md,csv},
 // table3_correlation.{md,csv} and tables.md; returns the paths written.
 std::vector<std::string> write_tables(const std::string& run_dir, const RunSummary& run);
+// The name of a test set's Table 2 in tables/: "table2_<test set><extension>".
+std::string table2_file(const std::string& test_set, const std::string& extension = ".md");
 
 }  // namespace citeforge::trainer

@@ -53,4 +53,8 @@ void Progress::note(const std::string& text) {
   std::fflush(stderr);
 }
 
+void say(const std::string& text) {
+  std::fprintf(stderr, "[run] %s\n", text.c_str());
+}
+
 }  // namespace citeforge::trainer

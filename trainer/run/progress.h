@@ -27,4 +27,7 @@ class Progress {
 
 std::string format_duration(double seconds);
 
+// One line of a run's narration on stderr: "[run] text".
+void say(const std::string& text);
+
 }  // namespace citeforge::trainer

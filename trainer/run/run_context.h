@@ -16,6 +16,7 @@
 #include "rewards/metrics.h"
 #include "trainer/config/run_config.h"
 #include "trainer/run/prompt_format.h"
+#include "trainer/run/run_dir.h"
 
 namespace citeforge::trainer {
 
@@ -29,11 +30,11 @@ struct TestSet {
   std::shared_ptr<const data::PromptTemplate> closed_book;  // gtr: configs/templates/closed_book
 };
 
-struct DistRun;  // trainer/dist/dist_run.h
+struct DistRun;  // trainer/distributed/dist_run.h
 
 struct RunContext {
   RunConfig config;
-  std::string run_dir;
+  RunDir dir;
   torch::Device device = torch::kCPU;
   torch::Dtype dtype = torch::kFloat32;
   std::vector<data::Example> train;
@@ -46,10 +47,6 @@ struct RunContext {
   models::LoraConfig lora;
   rewards::MetricOptions metric_options;
   DistRun* dist = nullptr;  // set when several processes run this config together
-
-  std::string path(const std::string& relative) const;  // run_dir / relative
-  std::string metrics_path() const { return path("metrics.jsonl"); }
-  std::string checkpoint_root() const { return path("checkpoints"); }
 };
 
 }  // namespace citeforge::trainer

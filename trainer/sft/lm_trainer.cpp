@@ -9,6 +9,7 @@
 #include "common/fault.h"
 #include "common/file_io.h"
 #include "data/random.h"
+#include "trainer/distributed/gradient_sum.h"
 #include "trainer/run/out_of_memory.h"
 #include "trainer/run/progress.h"
 
@@ -38,37 +39,6 @@ torch::Tensor masked_lm_loss_sum(models::LlamaForCausalLM& model, const Batch& b
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   return (nll * mask.index_select(0, where)).sum();
 }
-
-namespace {
-
-// Sums the ranks' gradients and `totals` (loss, tokens) in one collective. A rank that trained
-// no micro-batch of this step contributes zeros.
-void all_reduce_step(const LmDataParallel& dp, const std::vector<torch::Tensor>& params,
-                     std::vector<double>& totals, const std::string& phase) {
-  std::vector<torch::Tensor> parts;
-  for (const auto& p : params)
-    parts.push_back(p.grad().defined()
-                        ? p.grad().to(torch::kFloat32).reshape(-1)
-                        : torch::zeros({p.numel()}, p.options().dtype(torch::kFloat32)));
-  parts.push_back(
-      torch::tensor(totals, torch::kFloat64).to(torch::kFloat32).to(params[0].device()));
-  auto flat = torch::cat(parts).cpu();
-  // The totals share the gradients' fp32 buffer, so a step costs one collective.
-  dp.all_reduce_sum(flat, phase);
-  torch::NoGradGuard no_grad;
-  int64_t at = 0;
-  for (const auto& p : params) {
-    auto summed = flat.narrow(0, at, p.numel()).view(p.sizes()).to(p.device(), p.scalar_type());
-    if (p.grad().defined())
-      p.mutable_grad().copy_(summed);
-    else
-      p.mutable_grad() = summed.clone();  // not a view of `flat`
-    at += p.numel();
-  }
-  for (auto& t : totals) t = flat[at++].item<double>();
-}
-
-}  // namespace
 
 LmTrainingResult run_lm_training(LmTrainingJob& job) {
   const auto& cfg = job.config;
@@ -174,8 +144,9 @@ LmTrainingResult run_lm_training(LmTrainingJob& job) {
       }
       if (dp.world_size > 1) {
         std::vector<double> totals{step_loss, step_real_tokens};
-        all_reduce_step(dp, params, totals,
-                        job.stage + " step " + std::to_string(global_step + 1) + ": gradients");
+        all_reduce_gradients(
+            params, totals, dp.all_reduce_sum,
+            job.stage + " step " + std::to_string(global_step + 1) + ": gradients");
         step_loss = totals[0];
         step_real_tokens = totals[1];
       }

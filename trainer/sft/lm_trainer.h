@@ -12,20 +12,21 @@
 
 #include "models/llama.h"
 #include "trainer/config/run_config.h"
+#include "trainer/distributed/gradient_sum.h"
 #include "trainer/run/train_checkpoint.h"
 #include "trainer/sft/lm_data.h"
 
 namespace citeforge::trainer {
 
-// Data parallelism over several processes (trainer/dist/dist_run.h sets it): every optimiser step's
-// micro-batches are dealt round-robin to the ranks, and `all_reduce_sum` adds the ranks'
+// Data parallelism over several processes (trainer/distributed/dist_run.h sets it): every optimiser
+// step's micro-batches are dealt round-robin to the ranks, and `all_reduce_sum` adds the ranks'
 // gradients (and losses) up before the step, so every rank takes the same step on the same
 // effective batch. Dropout is seeded per micro-batch, so a micro-batch draws the same mask on
 // whichever rank trains it. Only rank 0 writes checkpoints and metrics and runs on_epoch_end.
 struct LmDataParallel {
   int rank = 0;
   int world_size = 1;  // 1: off
-  std::function<void(torch::Tensor& values, const std::string& phase)> all_reduce_sum;
+  ReduceSum all_reduce_sum;
 };
 
 struct LmTrainingJob {

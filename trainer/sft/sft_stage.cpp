@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "models/lora.h"
-#include "trainer/dist/dist_run.h"
+#include "trainer/distributed/dist_run.h"
 #include "trainer/eval/evaluate.h"
 #include "trainer/run/run_checkpoint.h"
 #include "trainer/sft/lm_trainer.h"
@@ -47,12 +47,13 @@ void run_sft(RunContext& run) {
   job.device = run.device;
   job.seed = run.config.seed;
   job.pad_id = run.tokenizer->eos_id();
-  job.checkpoint_root = run.checkpoint_root();
-  job.metrics_path = run.metrics_path();
+  job.checkpoint_root = run.dir.checkpoints();
+  job.metrics_path = run.dir.metrics();
   job.resume = run.config.resume == "auto";
   job.extra_files = [&] { return adapter_files(run); };
   job.on_epoch_end = [&](int64_t epoch) {
-    evaluate_all(run, "sft", int(epoch), "checkpoints/sft-" + std::to_string(epoch));
+    evaluate_all(run, "sft", int(epoch),
+                 RunDir::relative_checkpoint("sft-" + std::to_string(epoch)));
   };
   make_data_parallel(job, run);  // with several ranks, they share every step's micro-batches
   run_lm_training(job);

@@ -236,7 +236,8 @@ TEST_CASE("data import synsciqa skips an unusable record, --strict refuses the f
 
 TEST_CASE("data: bad subcommands and options are one-line errors") {
   CHECK_THAT(error_of({"frobnicate"}), Catch::Contains("unknown subcommand 'frobnicate'"));
-  CHECK_THAT(error_of({"import", "parquet"}), Catch::Contains("unknown format 'parquet'"));
+  CHECK_THAT(error_of({"import", "parquet"}),
+             Catch::Contains("data import: unknown subcommand 'parquet' (synsciqa, rage, jsonl)"));
   CHECK_THAT(error_of({"synth", "--seed", "1"}), Catch::Contains("--out"));
   CHECK_THAT(error_of({"synth", "--out", "/tmp/x", "--sed", "1"}), Catch::Contains("--sed"));
   CHECK_THAT(error_of({"synth", "--out", "/tmp/x", "--seed", "-4"}), Catch::Contains("--seed"));

@@ -60,7 +60,7 @@ TEST_CASE("citeforge import gguf names the file on bad input and writes nothing"
   CHECK_FALSE(fs::exists(root / "b"));
   auto usage = testing::run_citeforge("import safetensors x --out y");
   CHECK(usage.exit_code == 1);
-  CHECK_THAT(usage.output, Contains("usage: citeforge import gguf"));
+  CHECK_THAT(usage.output, Contains("import: expected 'gguf FILE.gguf'"));
 }
 
 TEST_CASE("citeforge tokenize prints the ids of each input line", "[trainer][cli][tokenizer]") {

@@ -209,11 +209,12 @@ TEST_CASE("score: bad input is a one-line error", "[score]") {
             .rfind("score: give exactly one of --answers FILE or --reference NAME", 0) == 0);
   CHECK(error_of({"--data", examples, "--answers", answers, "--reference", "x"})
             .rfind("score: give exactly one of", 0) == 0);
-  CHECK(error_of({"--reference", "teacher"}) == "missing required option --data");
+  CHECK(error_of({"--reference", "teacher"}) ==
+        "score: missing required option --data (citeforge score --help lists the options)");
   CHECK(error_of({"--data", examples, "--reference", "teacher", "extra"})
             .rfind("score: unexpected argument 'extra'", 0) == 0);
   CHECK(error_of({"--data", examples, "--reference", "teacher", "--bogus", "1"}) ==
-        "score: unknown option --bogus");
+        "score: unknown option --bogus (citeforge score --help lists the options)");
   CHECK(error_of({"--data", examples, "--reference", "teacher", "--invalid-citations", "drop"}) ==
         "--invalid-citations: expected 'penalize' or 'ignore', got 'drop'");
   CHECK(error_of({"--data", examples, "--reference", "gpt-4"}) ==

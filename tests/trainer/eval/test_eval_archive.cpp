@@ -6,6 +6,7 @@
 #include "common/file_io.h"
 #include "tests/test_paths.h"
 #include "trainer/eval/eval_archive.h"
+#include "trainer/run/run_dir.h"
 
 using namespace citeforge;
 using namespace citeforge::trainer;
@@ -22,7 +23,8 @@ TEST_CASE("an evaluation archive reads back exactly as written", "[trainer][arch
   record.generations = {"It is y [1][2].", ""};
   record.metrics = {{"f1", {1.0, 0.0}}, {"answer_length", {4, 0}}};
   record.aggregates = {{"f1", {0.5, 2, 0.0, 1.0}}, {"answer_length", {2, 2, 0, 4}}};
-  auto path = eval_archive_path(testing::temp_dir("archive").string(), "sft+ppo", 3, "test_ood");
+  auto path =
+      trainer::RunDir{testing::temp_dir("archive").string()}.eval_archive("sft+ppo", 3, "test_ood");
   CHECK(path.find("eval/sft+ppo-3/test_ood.h5") != std::string::npos);
   write_eval_archive(path, record);
   auto back = read_eval_archive(path);

@@ -5,6 +5,7 @@
 #include "tests/test_paths.h"
 #include "trainer/eval/results.h"
 #include "trainer/eval/selection.h"
+#include "trainer/run/run_dir.h"
 
 using namespace citeforge;
 using namespace citeforge::trainer;
@@ -62,22 +63,22 @@ TEST_CASE("results.json and selection.json read back as written", "[trainer][sel
   auto dir = testing::temp_dir("results");
   auto results = sample_results();
   results[1].metrics[0].second.mean = std::nan("");  // an empty aggregate is written as null
-  write_results(results_path(dir.string()), results);
-  auto back = read_results(results_path(dir.string()));
+  write_results(trainer::RunDir{dir.string()}.results(), results);
+  auto back = read_results(trainer::RunDir{dir.string()}.results());
   REQUIRE(back.size() == results.size());
   CHECK(std::isnan(back[1].metrics[0].second.mean));
   CHECK(back[4].checkpoint == "checkpoints/sft-2");
   CHECK(back[4].metrics[0].second.ci_high == Approx(0.6));
   // Recording replaces the same (stage, epoch, test set) instead of appending.
-  record_result(results_path(dir.string()), result("sft", 2, "validation", 0.7));
-  back = read_results(results_path(dir.string()));
+  record_result(trainer::RunDir{dir.string()}.results(), result("sft", 2, "validation", 0.7));
+  back = read_results(trainer::RunDir{dir.string()}.results());
   CHECK(back.size() == results.size());
   CHECK(select_checkpoint(back, "sft", {"f1", "validation"})->value == 0.7);
 
   auto selections = select_checkpoints(back, {"f1", "validation"});
-  write_selection(selection_path(dir.string()), {"f1", "validation"}, selections);
+  write_selection(trainer::RunDir{dir.string()}.selection(), {"f1", "validation"}, selections);
   SelectionOptions options;
-  auto read = read_selection(selection_path(dir.string()), &options);
+  auto read = read_selection(trainer::RunDir{dir.string()}.selection(), &options);
   CHECK(options.metric == "f1");
   REQUIRE(read.size() == selections.size());
   CHECK(read[1].epoch == 2);

@@ -11,6 +11,7 @@
 #include "models/generate.h"
 #include "models/lora.h"
 #include "models/model_init.h"
+#include "tests/support/tiny_llama.h"
 #include "trainer/ppo/ppo_learner.h"
 #include "trainer/ppo/ppo_rollout.h"
 
@@ -22,16 +23,7 @@ namespace {
 constexpr int64_t kVocab = 48;
 
 models::LlamaForCausalLM small_policy(uint64_t seed) {
-  models::ModelConfig c;
-  c.architecture = "LlamaForCausalLM";
-  c.hidden_size = 32;
-  c.intermediate_size = 64;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 8;
-  c.max_positions = 64;
-  c.vocab_size = kVocab;
+  const models::ModelConfig c = testing::tiny_llama_config(kVocab);
   // A wide init makes the next-token distributions peaked and different at every position, so a
   // log-probability read one position off differs by whole nats, not by rounding.
   auto model = models::init_random_model(c, seed, 0.3);

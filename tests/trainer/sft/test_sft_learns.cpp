@@ -8,22 +8,14 @@
 #include "data/random.h"
 #include "models/lora.h"
 #include "models/model_init.h"
+#include "tests/support/tiny_llama.h"
 #include "tests/test_paths.h"
 #include "trainer/sft/lm_trainer.h"
 
 using namespace citeforge;
 
 TEST_CASE("sft: a small Llama learns a fixed answer, its loss down 10x", "[trainer][sft]") {
-  models::ModelConfig c;
-  c.architecture = "LlamaForCausalLM";
-  c.hidden_size = 32;
-  c.intermediate_size = 64;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 8;
-  c.max_positions = 64;
-  c.vocab_size = 64;
+  const models::ModelConfig c = testing::tiny_llama_config(64);
   // Weights of std 0.3, not the usual 0.02: the LM head and the final norm are frozen, and with
   // 0.02 at width 32 their logits cannot exceed about 0.6, so no adapter could bring the loss
   // below ~3.5 nats (measured: it stalls there with the gradient going to 0).

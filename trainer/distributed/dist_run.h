@@ -9,8 +9,8 @@
 #include <string>
 
 #include "trainer/config/run_config.h"
-#include "trainer/dist/dist_env.h"
-#include "trainer/dist/dist_group.h"
+#include "trainer/distributed/dist_env.h"
+#include "trainer/distributed/dist_group.h"
 #include "trainer/run/run_context.h"
 
 namespace citeforge::trainer {
@@ -23,7 +23,7 @@ struct DistRun {
 };
 
 // Joins the other ranks when the environment says this process is one of several
-// (trainer/dist/dist_env.h), or one of one with a `distributed` section; nullptr for a single
+// (trainer/distributed/dist_env.h), or one of one with a `distributed` section; nullptr for a single
 // process. Checks the roles against the config (errors name the key) and puts a CUDA rank on its
 // own GPU (LOCAL_RANK).
 std::unique_ptr<DistRun> start_distributed(const RunConfig& config);

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "common/error.h"
-#include "trainer/dist/dist_env.h"
+#include "trainer/distributed/dist_env.h"
 
 using namespace citeforge;
 using Catch::Matchers::Contains;

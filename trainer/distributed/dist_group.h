@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/dist/dist_env.h"
+#include "trainer/distributed/dist_env.h"
 
 namespace citeforge::trainer {
 

@@ -1,4 +1,4 @@
-#include "trainer/dist/dist_run.h"
+#include "trainer/distributed/dist_run.h"
 
 #include <cstdio>
 

@@ -6,7 +6,7 @@
 #define USE_C10D_NCCL 1
 #endif
 
-#include "trainer/dist/dist_group.h"
+#include "trainer/distributed/dist_group.h"
 
 #include <algorithm>
 #include <atomic>

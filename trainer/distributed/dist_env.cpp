@@ -1,4 +1,4 @@
-#include "trainer/dist/dist_env.h"
+#include "trainer/distributed/dist_env.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "common/error.h"
-#include "trainer/dist/dist_group.h"
+#include "trainer/distributed/dist_group.h"
 
 using namespace citeforge;
 using Catch::Matchers::Contains;

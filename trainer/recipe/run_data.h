@@ -1,0 +1,14 @@
+// A run's examples (docs/design.md §2): the training set with data.holdout drawn out of it, the
+// test sets with their seeded samples and retrieval scenarios, and the reading split a built
+// model pre-trains on. The synthetic world is generated into the run directory once; every
+// rank draws the same splits from the seed.
+#pragma once
+
+#include "trainer/run/run_context.h"
+
+namespace citeforge::trainer {
+
+// Fills run.train, run.test_sets and run.pretrain_reading, and says their sizes.
+void load_data(RunContext& run);
+
+}  // namespace citeforge::trainer

@@ -1,0 +1,11 @@
+// What a run prints at its end: Table 2 of every test set (and of its corrected answers) and
+// one line per selected checkpoint, after writing its tables and plots (run_tables.h).
+#pragma once
+
+#include "trainer/run/run_context.h"
+
+namespace citeforge::trainer {
+
+void print_run_tables(const RunContext& run);
+
+}  // namespace citeforge::trainer
