@@ -31,6 +31,7 @@
 #include "models/tokenizer.h"
 #include "retrieval/corpus.h"
 #include "retrieval/ranking_metrics.h"
+#include "retrieval/retriever_evaluation.h"
 #include "retrieval/scenarios.h"
 #include "rewards/citations.h"
 #include "rewards/text_overlap.h"
@@ -183,6 +184,179 @@ nlohmann::ordered_json compare_answers(const std::vector<std::string>& answers,
   return out;
 }
 
+// The scenarios' answers to the first `limit` questions: from the given sources, from the
+// retrieved passages (RTG), without sources then cited by retrieval (GTR), and from random
+// passages (the floor).
+struct ScenarioSet {
+  ScenarioAnswers given{"given", {}, {}}, rtg{"rtg", {}, {}}, gtr{"gtr", {}, {}},
+      random{"random", {}, {}};
+  std::vector<std::string> closed_book;  // GTR's answers before they were cited
+  int uncited = 0;                       // GTR's sentences that found no passage
+};
+
+ScenarioSet answer_scenarios(const CliArgs& cli, CliModel& loaded,
+                             const std::vector<data::Example>& examples,
+                             const retrieval::Corpus& corpus,
+                             const std::vector<std::vector<std::size_t>>& rankings, long k,
+                             std::size_t limit) {
+  const std::string templates = cli.require("templates");
+  PromptFormat format;
+  format.tokenizer = loaded.tokenizer.get();
+  format.chat = models::chat_template(cli.require("chat"));
+  format.prompt = data::find_prompt_template(cli.require("template"), templates);
+  PromptFormat closed = format;
+  closed.prompt = data::find_prompt_template("closed_book", templates);
+  ScenarioSet s;
+  s.given.examples = {examples.begin(), examples.begin() + long(limit)};
+  std::vector<data::Example> closed_book;
+  std::mt19937_64 rng(uint64_t(cli.integer("seed")));
+  for (std::size_t i = 0; i < limit; ++i) {
+    s.rtg.examples.push_back(retrieval::with_ranked_passages(examples[i], corpus, rankings[i]));
+    s.random.examples.push_back(retrieval::with_ranked_passages(
+        examples[i], corpus, random_passages(rankings[i].size(), corpus.passages.size(), rng)));
+    closed_book.push_back(retrieval::closed_book(examples[i]));
+  }
+  const models::DequantizedWeights once;
+  const long new_tokens = cli.integer("max-new-tokens"), batch = cli.integer("batch-size");
+  auto answer = [&](const PromptFormat& f, const std::vector<data::Example>& e, const char* what) {
+    return generate_answers(loaded.model, f, e, new_tokens, batch, what).answers;
+  };
+  s.given.answers = answer(format, s.given.examples, "answers from the given sources");
+  s.rtg.answers = answer(format, s.rtg.examples, "answers from retrieved passages");
+  s.random.answers = answer(format, s.random.examples, "answers from random passages");
+  s.closed_book = answer(closed, closed_book, "answers without sources");
+  for (std::size_t i = 0; i < limit; ++i) {
+    auto a = retrieval::attribute_closed_book_answer(corpus, examples[i], s.closed_book[i],
+                                                     std::size_t(k));
+    s.gtr.examples.push_back(std::move(a.example));
+    s.gtr.answers.push_back(std::move(a.answer));
+    s.uncited += a.uncited_sentences;
+  }
+  return s;
+}
+
+// The judge's log-odds that each answer says the same as the one from the gold sources, for
+// RTG, random passages and two copies of the gold answer (the most agreement it can show).
+struct JudgedAnswers {
+  std::vector<std::string> given, rtg, random;  // the answers without their citations
+  std::vector<double> same, rtg_odds, random_odds;
+};
+
+JudgedAnswers judge_answers(const CliArgs& cli, CliModel& loaded, const ScenarioSet& s,
+                            const std::vector<data::Example>& examples) {
+  attribution::YesNoJudge judge;
+  judge.model = loaded.model;
+  judge.tokenizer = loaded.tokenizer.get();
+  judge.chat = models::chat_template(cli.require("chat"));
+  judge.prompt =
+      data::find_prompt_template(cli.require("judge-template"), cli.require("templates"));
+  JudgedAnswers out;
+  const std::size_t limit = s.given.answers.size();
+  for (std::size_t i = 0; i < limit; ++i) {
+    out.given.push_back(without_citations(s.given.examples[i], s.given.answers[i]));
+    out.rtg.push_back(without_citations(s.rtg.examples[i], s.rtg.answers[i]));
+    out.random.push_back(without_citations(s.random.examples[i], s.random.answers[i]));
+  }
+  Progress progress("judge the answers", int64_t(limit));
+  auto ask = [&](const std::string& question, const std::string& a, const std::string& b) {
+    const auto lo =
+        attribution::yes_no_log_odds(judge, question, {{"Answer A", a}, {"Answer B", b}});
+    return lo ? *lo : std::nan("");
+  };
+  for (std::size_t i = 0; i < limit; ++i) {
+    const std::string& q = examples[i].question;
+    out.same.push_back(ask(q, out.given[i], out.given[i]));
+    out.rtg_odds.push_back(ask(q, out.given[i], out.rtg[i]));
+    out.random_odds.push_back(ask(q, out.given[i], out.random[i]));
+    progress.update(int64_t(i + 1), "questions");
+  }
+  progress.finish(std::to_string(limit) + " questions");
+  return out;
+}
+
+void print_answer_scores(const nlohmann::ordered_json& answers,
+                         const std::optional<std::string>& reference) {
+  auto number = [](const nlohmann::ordered_json& j, const char* key) {
+    if (!j.contains(key)) return std::nan("");
+    const auto& v = j[key];
+    if (v.is_object()) return v.value("mean", std::nan(""));
+    return v.is_number() ? v.get<double>() : std::nan("");
+  };
+  std::printf("answers to %zu questions (citations scored against the passages each had):\n",
+              answers["questions"].get<std::size_t>());
+  for (const char* name : {"given", "rtg", "gtr", "random"}) {
+    const auto& j = answers["scenarios"][name];
+    std::printf("  %-7s P %.3f  R %.3f  F1 %.3f (chance %.3f)", name, number(j, "precision"),
+                number(j, "recall"), number(j, "f1"), number(j, "chance_f1"));
+    if (reference)
+      std::printf("  vs %s: ROUGE-L %.3f  BLEU %.1f", reference->c_str(), number(j, "rouge_l"),
+                  number(j, "bleu"));
+    std::printf("\n");
+  }
+  std::printf(
+      "compared with the answers from the given sources (ROUGE-L, exact match, judge "
+      "agrees):\n");
+  for (const char* c : {"same_answer", "rtg", "random"}) {
+    const auto& j = answers["compared_with_given"][c];
+    std::printf("  %-11s %.3f  %.3f  %.3f\n", c, number(j, "rouge_l"), number(j, "exact_match"),
+                number(j, "judge_agrees"));
+  }
+}
+
+void write_scenario_answers(const std::string& out, const std::vector<data::Example>& examples,
+                            const ScenarioSet& s, const JudgedAnswers& judged) {
+  std::string text;
+  for (std::size_t i = 0; i < s.given.answers.size(); ++i)
+    text += nlohmann::ordered_json({{"id", examples[i].id},
+                                    {"given", s.given.answers[i]},
+                                    {"rtg", s.rtg.answers[i]},
+                                    {"gtr", s.gtr.answers[i]},
+                                    {"closed_book", s.closed_book[i]},
+                                    {"random", s.random.answers[i]},
+                                    {"judge_log_odds_rtg", json_number(judged.rtg_odds[i])},
+                                    {"judge_log_odds_random", json_number(judged.random_odds[i])}})
+                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+            "\n";
+  std::filesystem::create_directories(out);
+  write_file_atomically((std::filesystem::path(out) / "answers.jsonl").string(), text);
+}
+
+// With --model: the scenarios' answers scored, compared with the gold-source answers, printed,
+// and (with --out) written; returns their summary.
+nlohmann::ordered_json evaluate_model_answers(const CliArgs& cli,
+                                              const std::vector<data::Example>& examples,
+                                              const retrieval::Corpus& corpus,
+                                              const std::vector<std::vector<std::size_t>>& rankings,
+                                              long k) {
+  for (const char* option : {"chat", "template"})
+    if (!cli.has(option)) throw Error(std::string("evaluate-retriever: --model needs --") + option);
+  auto loaded = load_cli_model(cli, "evaluate-retriever", [](const std::string& line) {
+    std::fprintf(stderr, "[evaluate-retriever] %s\n", line.c_str());
+  });
+  std::optional<std::string> reference;
+  if (cli.has("reference")) reference = cli.require("reference");
+  const std::size_t limit = std::min<std::size_t>(
+      examples.size(),
+      std::size_t(cli.has("limit") ? cli.integer("limit") : long(examples.size())));
+  const ScenarioSet s = answer_scenarios(cli, loaded, examples, corpus, rankings, k, limit);
+  const JudgedAnswers judged = judge_answers(cli, loaded, s, examples);
+  nlohmann::ordered_json answers;
+  answers["questions"] = limit;
+  answers["scenarios"] = nlohmann::ordered_json::object();
+  for (const auto* scenario : {&s.given, &s.rtg, &s.gtr, &s.random})
+    answers["scenarios"][scenario->name] = score_scenario(*scenario, reference);
+  answers["scenarios"]["gtr"]["uncited_sentences"] = s.uncited;
+  answers["compared_with_given"]["same_answer"] =
+      compare_answers(judged.given, judged.given, judged.same);
+  answers["compared_with_given"]["rtg"] =
+      compare_answers(judged.rtg, judged.given, judged.rtg_odds);
+  answers["compared_with_given"]["random"] =
+      compare_answers(judged.random, judged.given, judged.random_odds);
+  print_answer_scores(answers, reference);
+  if (auto out = cli.get("out")) write_scenario_answers(*out, examples, s, judged);
+  return answers;
+}
+
 }  // namespace
 
 int command_evaluate_retriever(const Args& args) {
@@ -206,184 +380,27 @@ int command_evaluate_retriever(const Args& args) {
       corpus.passages.size(), corpus_origin.c_str(), corpus.duplicates_merged, corpus.empty_skipped,
       k, std::size_t(k) > corpus.passages.size() ? " (more than the corpus holds)" : "");
 
-  std::vector<double> recall, precision, f1;
-  int without_gold = 0, gold_outside = 0;
-  std::vector<std::vector<std::size_t>> rankings;
-  for (const auto& e : examples) {
-    rankings.push_back(retrieval::retrieve(corpus, e.question, std::size_t(k)));
-    const auto gold = retrieval::gold_passages(corpus, e);
-    int relevant = 0;
-    for (const auto& s : e.sources) relevant += s.label == data::Label::relevant;
-    gold_outside += relevant - int(gold.size());
-    const auto s = retrieval::score_ranking(rankings.back(), gold, k);
-    precision.push_back(s.precision);
-    if (s.recall) {
-      recall.push_back(*s.recall);
-      f1.push_back(*s.f1);
-    } else {
-      ++without_gold;
-    }
-  }
+  const auto r = retrieval::evaluate_retriever(corpus, examples, std::size_t(k));
   nlohmann::ordered_json summary;
   summary["data"] = data_path;
   summary["corpus"] = corpus_origin;
   summary["k"] = k;
   summary["passages"] = corpus.passages.size();
   summary["questions"] = examples.size();
-  summary["questions_without_gold"] = without_gold;
-  summary["gold_sources_not_in_corpus"] = gold_outside;
-  summary["recall_at_k"] = json_number(mean(recall));
-  summary["precision_at_k"] = json_number(mean(precision));
-  summary["f1_at_k"] = json_number(mean(f1));
+  summary["questions_without_gold"] = r.without_gold;
+  summary["gold_sources_not_in_corpus"] = r.gold_outside;
+  summary["recall_at_k"] = json_number(r.recall);
+  summary["precision_at_k"] = json_number(r.precision);
+  summary["f1_at_k"] = json_number(r.f1);
   std::printf(
       "Recall@%ld %.3f  Precision@%ld %.3f  F1@%ld %.3f  (%zu questions; %d without a "
       "relevant passage in the corpus, left out of recall and F1)\n",
-      k, mean(recall), k, mean(precision), k, mean(f1), examples.size(), without_gold);
-  if (gold_outside > 0)
+      k, r.recall, k, r.precision, k, r.f1, examples.size(), r.without_gold);
+  if (r.gold_outside > 0)
     std::printf("warning: %d relevant sources of the questions are not in the corpus (by text)\n",
-                gold_outside);
-
-  if (cli.has("model")) {
-    for (const char* option : {"chat", "template"})
-      if (!cli.has(option))
-        throw Error(std::string("evaluate-retriever: --model needs --") + option);
-    auto loaded = load_cli_model(cli, "evaluate-retriever", [](const std::string& line) {
-      std::fprintf(stderr, "[evaluate-retriever] %s\n", line.c_str());
-    });
-    auto& model = loaded.model;
-    const std::string templates = cli.require("templates");
-    PromptFormat format;
-    format.tokenizer = loaded.tokenizer.get();
-    format.chat = models::chat_template(cli.require("chat"));
-    format.prompt = data::find_prompt_template(cli.require("template"), templates);
-    PromptFormat closed = format;
-    closed.prompt = data::find_prompt_template("closed_book", templates);
-    attribution::YesNoJudge judge;
-    judge.model = model;
-    judge.tokenizer = loaded.tokenizer.get();
-    judge.chat = format.chat;
-    judge.prompt = data::find_prompt_template(cli.require("judge-template"), templates);
-    std::optional<std::string> reference;
-    if (cli.has("reference")) reference = cli.require("reference");
-    const std::size_t limit = std::min<std::size_t>(
-        examples.size(),
-        std::size_t(cli.has("limit") ? cli.integer("limit") : long(examples.size())));
-
-    ScenarioAnswers given{"given", {examples.begin(), examples.begin() + long(limit)}, {}},
-        rtg{"rtg", {}, {}}, gtr{"gtr", {}, {}}, random{"random", {}, {}};
-    std::vector<data::Example> closed_book;
-    std::mt19937_64 rng(uint64_t(cli.integer("seed")));
-    for (std::size_t i = 0; i < limit; ++i) {
-      rtg.examples.push_back(retrieval::with_ranked_passages(examples[i], corpus, rankings[i]));
-      random.examples.push_back(retrieval::with_ranked_passages(
-          examples[i], corpus, random_passages(rankings[i].size(), corpus.passages.size(), rng)));
-      closed_book.push_back(retrieval::closed_book(examples[i]));
-    }
-    const models::DequantizedWeights once;
-    const long new_tokens = cli.integer("max-new-tokens"), batch = cli.integer("batch-size");
-    given.answers = generate_answers(model, format, given.examples, new_tokens, batch,
-                                     "answers from the given sources")
-                        .answers;
-    rtg.answers = generate_answers(model, format, rtg.examples, new_tokens, batch,
-                                   "answers from retrieved passages")
-                      .answers;
-    random.answers = generate_answers(model, format, random.examples, new_tokens, batch,
-                                      "answers from random passages")
-                         .answers;
-    const auto closed_answers =
-        generate_answers(model, closed, closed_book, new_tokens, batch, "answers without sources")
-            .answers;
-    int uncited = 0;
-    for (std::size_t i = 0; i < limit; ++i) {
-      auto a = retrieval::attribute_closed_book_answer(corpus, examples[i], closed_answers[i],
-                                                       std::size_t(k));
-      gtr.examples.push_back(std::move(a.example));
-      gtr.answers.push_back(std::move(a.answer));
-      uncited += a.uncited_sentences;
-    }
-
-    // The judge: is each answer the same as the one from the gold sources? Its own verdict on
-    // two copies of that answer is the most agreement it can show.
-    std::vector<std::string> plain_given, plain_rtg, plain_random;
-    for (std::size_t i = 0; i < limit; ++i) {
-      plain_given.push_back(without_citations(given.examples[i], given.answers[i]));
-      plain_rtg.push_back(without_citations(rtg.examples[i], rtg.answers[i]));
-      plain_random.push_back(without_citations(random.examples[i], random.answers[i]));
-    }
-    std::vector<double> judge_same, judge_rtg, judge_random;
-    {
-      Progress progress("judge the answers", int64_t(limit));
-      auto ask = [&](const std::string& question, const std::string& a, const std::string& b) {
-        const auto lo =
-            attribution::yes_no_log_odds(judge, question, {{"Answer A", a}, {"Answer B", b}});
-        return lo ? *lo : std::nan("");
-      };
-      for (std::size_t i = 0; i < limit; ++i) {
-        const std::string& q = examples[i].question;
-        judge_same.push_back(ask(q, plain_given[i], plain_given[i]));
-        judge_rtg.push_back(ask(q, plain_given[i], plain_rtg[i]));
-        judge_random.push_back(ask(q, plain_given[i], plain_random[i]));
-        progress.update(int64_t(i + 1), "questions");
-      }
-      progress.finish(std::to_string(limit) + " questions");
-    }
-
-    nlohmann::ordered_json answers;
-    answers["questions"] = limit;
-    answers["scenarios"] = nlohmann::ordered_json::object();
-    for (const auto* s : {&given, &rtg, &gtr, &random})
-      answers["scenarios"][s->name] = score_scenario(*s, reference);
-    answers["scenarios"]["gtr"]["uncited_sentences"] = uncited;
-    answers["compared_with_given"]["same_answer"] =
-        compare_answers(plain_given, plain_given, judge_same);
-    answers["compared_with_given"]["rtg"] = compare_answers(plain_rtg, plain_given, judge_rtg);
-    answers["compared_with_given"]["random"] =
-        compare_answers(plain_random, plain_given, judge_random);
-    summary["answers"] = answers;
-
-    auto number = [](const nlohmann::ordered_json& j, const char* key) {
-      if (!j.contains(key)) return std::nan("");
-      const auto& v = j[key];
-      if (v.is_object()) return v.value("mean", std::nan(""));
-      return v.is_number() ? v.get<double>() : std::nan("");
-    };
-    std::printf("answers to %zu questions (citations scored against the passages each had):\n",
-                limit);
-    for (const auto* s : {&given, &rtg, &gtr, &random}) {
-      const auto& j = answers["scenarios"][s->name];
-      std::printf("  %-7s P %.3f  R %.3f  F1 %.3f (chance %.3f)", s->name.c_str(),
-                  number(j, "precision"), number(j, "recall"), number(j, "f1"),
-                  number(j, "chance_f1"));
-      if (reference)
-        std::printf("  vs %s: ROUGE-L %.3f  BLEU %.1f", reference->c_str(), number(j, "rouge_l"),
-                    number(j, "bleu"));
-      std::printf("\n");
-    }
-    std::printf(
-        "compared with the answers from the given sources (ROUGE-L, exact match, judge "
-        "agrees):\n");
-    for (const char* c : {"same_answer", "rtg", "random"}) {
-      const auto& j = answers["compared_with_given"][c];
-      std::printf("  %-11s %.3f  %.3f  %.3f\n", c, number(j, "rouge_l"), number(j, "exact_match"),
-                  number(j, "judge_agrees"));
-    }
-    if (auto out = cli.get("out")) {
-      std::string text;
-      for (std::size_t i = 0; i < limit; ++i)
-        text += nlohmann::ordered_json({{"id", examples[i].id},
-                                        {"given", given.answers[i]},
-                                        {"rtg", rtg.answers[i]},
-                                        {"gtr", gtr.answers[i]},
-                                        {"closed_book", closed_answers[i]},
-                                        {"random", random.answers[i]},
-                                        {"judge_log_odds_rtg", json_number(judge_rtg[i])},
-                                        {"judge_log_odds_random", json_number(judge_random[i])}})
-                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-                "\n";
-      std::filesystem::create_directories(*out);
-      write_file_atomically((std::filesystem::path(*out) / "answers.jsonl").string(), text);
-    }
-  }
+                r.gold_outside);
+  if (cli.has("model"))
+    summary["answers"] = evaluate_model_answers(cli, examples, corpus, r.rankings, k);
   if (auto out = cli.get("out")) {
     std::filesystem::create_directories(*out);
     write_file_atomically((std::filesystem::path(*out) / "summary.json").string(),

@@ -213,6 +213,23 @@ enum Slot { kPolicy, kValue, kEntropy, kClip, kValueClip, kApproxKl, kNonFinite,
 
 // Sums the learners' gradients and `local` statistics in one collective; the summed gradients
 // replace each parameter's own.
+// 0..n-1 in the order one PPO epoch visits the rows.
+std::vector<int64_t> shuffled_rows(int64_t n, data::Rng& rng) {
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  data::shuffle_in_place(order, rng);
+  return order;
+}
+
+// The learners' gradients and minibatch sums added up in one collective.
+void sum_over_learners(const LearnerShare& share, const std::vector<torch::Tensor>& params,
+                       const double (&local)[kSlots], double (&total)[kSlots],
+                       const std::string& phase) {
+  std::vector<double> sums(local, local + kSlots);
+  all_reduce_gradients(params, sums, share.all_reduce_sum, phase);
+  std::copy(sums.begin(), sums.end(), total);
+}
+
 }  // namespace
 
 PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_seed,
@@ -241,9 +258,7 @@ PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_s
   data::Rng rng(shuffle_seed);
   double sums[kSlots] = {};
   for (int64_t epoch = 0; epoch < c.ppo_epochs && !stats.early_stopped; ++epoch) {
-    std::vector<int64_t> order(B);
-    for (int64_t i = 0; i < B; ++i) order[i] = i;
-    data::shuffle_in_place(order, rng);
+    const std::vector<int64_t> order = shuffled_rows(B, rng);
     for (int64_t begin = 0; begin < B; begin += c.minibatch_size) {
       const int64_t end = std::min(B, begin + int64_t(c.minibatch_size));
       auto minibatch = torch::tensor(
@@ -286,13 +301,10 @@ PpoStats ppo_update(PpoLearner& l, const Trajectories& batch, uint64_t shuffle_s
                                     finite ? 0.0 : 1.0};
       double total[kSlots];
       std::copy(local, local + kSlots, total);
-      if (several) {
-        std::vector<double> sums_here(local, local + kSlots);
-        all_reduce_gradients(l.params, sums_here, share.all_reduce_sum,
-                             phase + " (epoch " + std::to_string(epoch + 1) + ", rows " +
-                                 std::to_string(begin) + "+)");
-        std::copy(sums_here.begin(), sums_here.end(), total);
-      }
+      if (several)
+        sum_over_learners(share, l.params, local, total,
+                          phase + " (epoch " + std::to_string(epoch + 1) + ", rows " +
+                              std::to_string(begin) + "+)");
       if (total[kNonFinite] > 0)
         throw Error("ppo: non-finite loss at iteration " + std::to_string(iteration) + " on " +
                     std::to_string(int(total[kNonFinite])) +

@@ -87,39 +87,26 @@ int64_t longest_sequence(const Trajectories& t) {
   return int64_t(longest);
 }
 
-}  // namespace
-
-void run_ppo(RunContext& run, const std::string& stage) {
-  const PpoRank me = ppo_rank(run);
-  const auto& c = run.config.ppo;
-
-  models::ValueHead value_head = make_ppo_value_head(run, stage);
-  std::optional<PpoLearner> learner;
-  if (me.learner) learner = make_ppo_learner(run.model, value_head, c, run.tokenizer->eos_id());
-  CheckpointContents contents{
-      {}, ppo_trainable(run, value_head), me.learner ? learner->optimizer.get() : nullptr};
-  contents.state.stage = stage;
-  std::vector<torch::Tensor> weights;
-  for (auto& [name, tensor] : contents.tensors) weights.push_back(tensor);
+// How this rank's gradients join the other learners' (none with one learner).
+LearnerShare learner_share(const RunContext& run, const PpoRank& me) {
   LearnerShare share;  // one learner: its own gradients, no collective
-  if (me.group && me.learner) {
-    const auto& learners = run.dist->roles.learners;
-    share.index = int(std::find(learners.begin(), learners.end(), me.rank) - learners.begin());
-    share.count = me.learners;
-    share.all_reduce_sum = [group = me.group](torch::Tensor& values, const std::string& phase) {
-      group->all_reduce_sum(Ranks::learners, values, phase);
-    };
-  }
-
-  const std::vector<data::Example> pool = ppo_pool(run);
-  const std::string last_dir = run.dir.checkpoint(stage + "-last");
-  auto phase = [&](int64_t it, const std::string& what) {
-    return stage + " iteration " + std::to_string(it) + ": " + what;
+  if (!me.group || !me.learner) return share;
+  const auto& learners = run.dist->roles.learners;
+  share.index = int(std::find(learners.begin(), learners.end(), me.rank) - learners.begin());
+  share.count = me.learners;
+  share.all_reduce_sum = [group = me.group](torch::Tensor& values, const std::string& phase) {
+    group->all_reduce_sum(Ranks::learners, values, phase);
   };
+  return share;
+}
 
-  // Resume: every learner restores weights and optimiser from rank 0's last checkpoint (a
-  // shared run directory), rank 0's iteration count is the one every rank continues from, and
-  // its weights, broadcast below as that version, are the rollout ranks' policy.
+// The iteration to continue after. Every learner restores weights and optimiser from rank 0's
+// last checkpoint (a shared run directory), rank 0's iteration count is the one every rank
+// continues from, and its weights, broadcast after this as that version, are the rollout
+// ranks' policy. An evaluation the interruption cut short is finished first.
+int64_t resume_ppo(RunContext& run, const std::string& stage, const PpoRank& me,
+                   CheckpointContents& contents, std::optional<PpoLearner>& learner,
+                   const std::string& last_dir) {
   int64_t done = 0;
   if (me.learner && run.config.resume == "auto" && fs::exists(last_dir)) {
     TrainingState s = load_checkpoint(last_dir, contents);
@@ -141,9 +128,64 @@ void run_ppo(RunContext& run, const std::string& stage) {
                  last_dir.c_str(), (long long)done);
     append_jsonl(run.dir.metrics(),
                  nlohmann::json{{"stage", stage}, {"event", "resume"}, {"iteration", done}}.dump());
-    if (int k = ppo_eval_index(c, done))
+    if (int k = ppo_eval_index(run.config.ppo, done))
       evaluate_all(run, stage, k, RunDir::relative_checkpoint(ppo_checkpoint_name(stage, k)));
   }
+  return done;
+}
+
+// Every rollout rank's trajectories, joined in batch order on the learners (one process: its
+// own).
+Trajectories gather_trajectories(const PpoRank& me, TrajectoryShard shard, int64_t batch_size,
+                                 int64_t version, const std::string& phase) {
+  if (!me.group) return std::move(shard.trajectories);
+  auto shards = me.group->all_gather_bytes(encode_shard(shard), phase);
+  if (!me.learner) return {};
+  std::vector<TrajectoryShard> decoded;
+  for (int r = 0; r < int(shards.size()); ++r)
+    decoded.push_back(decode_shard(shards[r], "trajectories of rank " + std::to_string(r)));
+  return join_shards(std::move(decoded), batch_size, version);
+}
+
+// What an iteration of several processes spent on the wire, beside its metrics.
+void add_communication(nlohmann::json& record, const PpoRank& me, const CommStats& before,
+                       int64_t version, double iteration_s, int64_t weight_bytes) {
+  const CommStats& after = me.group->stats();
+  record["ranks"] = me.group->world_size();
+  record["learners"] = me.learners;
+  record["rollout_ranks"] = me.rollout_ranks;
+  record["policy_version"] = version;
+  record["iteration_s"] = iteration_s;
+  record["comm_wait_s"] = after.wait_s - before.wait_s;
+  record["comm_transfer_s"] = after.transfer_s - before.transfer_s;
+  record["weights_bytes"] = weight_bytes;
+  record["trajectory_bytes"] = after.bytes_gathered - before.bytes_gathered;
+  record["gradient_bytes"] = after.bytes_reduced - before.bytes_reduced;
+}
+
+}  // namespace
+
+void run_ppo(RunContext& run, const std::string& stage) {
+  const PpoRank me = ppo_rank(run);
+  const auto& c = run.config.ppo;
+
+  models::ValueHead value_head = make_ppo_value_head(run, stage);
+  std::optional<PpoLearner> learner;
+  if (me.learner) learner = make_ppo_learner(run.model, value_head, c, run.tokenizer->eos_id());
+  CheckpointContents contents{
+      {}, ppo_trainable(run, value_head), me.learner ? learner->optimizer.get() : nullptr};
+  contents.state.stage = stage;
+  std::vector<torch::Tensor> weights;
+  for (auto& [name, tensor] : contents.tensors) weights.push_back(tensor);
+  const LearnerShare share = learner_share(run, me);
+
+  const std::vector<data::Example> pool = ppo_pool(run);
+  const std::string last_dir = run.dir.checkpoint(stage + "-last");
+  auto phase = [&](int64_t it, const std::string& what) {
+    return stage + " iteration " + std::to_string(it) + ": " + what;
+  };
+
+  const int64_t done = resume_ppo(run, stage, me, contents, learner, last_dir);
   int64_t version = done;  // the weights every rank holds: after update `version`
   if (me.group)
     share_weights(*me.group, weights, version, stage + ": weights v" + std::to_string(version));
@@ -183,18 +225,8 @@ void run_ppo(RunContext& run, const std::string& stage) {
           });
       shard.trajectories.policy_version = version;
     }
-    Trajectories trajectories;
-    if (me.group) {
-      auto shards = me.group->all_gather_bytes(encode_shard(shard), phase(it, "trajectories"));
-      if (me.learner) {
-        std::vector<TrajectoryShard> decoded;
-        for (int r = 0; r < int(shards.size()); ++r)
-          decoded.push_back(decode_shard(shards[r], "trajectories of rank " + std::to_string(r)));
-        trajectories = join_shards(std::move(decoded), int64_t(batch.size()), version);
-      }
-    } else {
-      trajectories = std::move(shard.trajectories);
-    }
+    Trajectories trajectories = gather_trajectories(me, std::move(shard), int64_t(batch.size()),
+                                                    version, phase(it, "trajectories"));
     const double rollout_s = seconds_since(iteration_start);  // until every shard is here
 
     // On a CPU an iteration takes minutes; the lead says each phase as it ends.
@@ -228,19 +260,7 @@ void run_ppo(RunContext& run, const std::string& stage) {
     if (me.lead) {
       if (it % c.log_every == 0 || it == c.iterations) {
         auto record = ppo_metrics_record(stage, it, stats, rollout_s);
-        if (me.group) {
-          const CommStats& after = me.group->stats();
-          record["ranks"] = me.group->world_size();
-          record["learners"] = me.learners;
-          record["rollout_ranks"] = me.rollout_ranks;
-          record["policy_version"] = version;
-          record["iteration_s"] = iteration_s;
-          record["comm_wait_s"] = after.wait_s - before.wait_s;
-          record["comm_transfer_s"] = after.transfer_s - before.transfer_s;
-          record["weights_bytes"] = weight_bytes;
-          record["trajectory_bytes"] = after.bytes_gathered - before.bytes_gathered;
-          record["gradient_bytes"] = after.bytes_reduced - before.bytes_reduced;
-        }
+        if (me.group) add_communication(record, me, before, version, iteration_s, weight_bytes);
         append_jsonl(run.dir.metrics(), record.dump());
         progress->update(it, ppo_status_line(stats, rollout_s));
       }

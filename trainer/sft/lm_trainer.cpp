@@ -40,6 +40,118 @@ torch::Tensor masked_lm_loss_sum(models::LlamaForCausalLM& model, const Batch& b
   return (nll * mask.index_select(0, where)).sum();
 }
 
+namespace {
+
+// Where a stage continues: after its last checkpoint, or from the start.
+struct ResumePoint {
+  int64_t start_epoch = 1, skip_batches = 0, global_step = 0;
+  bool resumed = false;
+};
+
+ResumePoint resume_training(const LmTrainingJob& job, CheckpointContents& contents,
+                            const std::string& last_dir, bool lead) {
+  ResumePoint point;
+  if (!job.resume || !fs::exists(last_dir)) return point;
+  TrainingState s = load_checkpoint(last_dir, contents);
+  point.resumed = true;
+  point.global_step = s.global_step;
+  if (s.epoch_complete) {
+    point.start_epoch = s.epoch + 1;
+    // Its evaluation may not have finished.
+    if (job.on_epoch_end && lead) job.on_epoch_end(s.epoch);
+  } else {
+    point.start_epoch = s.epoch;
+    point.skip_batches = s.batches_done;
+  }
+  if (lead) {
+    std::fprintf(stderr, "[%s] resuming from %s: epoch %lld, %lld micro-batches done, step %lld\n",
+                 job.stage.c_str(), last_dir.c_str(), (long long)s.epoch, (long long)s.batches_done,
+                 (long long)s.global_step);
+    append_jsonl(
+        job.metrics_path,
+        nlohmann::json{
+            {"stage", job.stage}, {"event", "resume"}, {"epoch", s.epoch}, {"step", s.global_step}}
+            .dump());
+  }
+  return point;
+}
+
+struct StepTotals {
+  double loss = 0, real_tokens = 0;
+};
+
+// One optimiser step's forward and backward passes over this rank's micro-batches (with
+// several ranks, their gradients and totals summed over the ranks).
+StepTotals forward_backward(LmTrainingJob& job, std::vector<Batch>& step_batches,
+                            const std::vector<torch::Tensor>& params, int64_t epoch, int64_t first,
+                            int64_t global_step, int64_t step_tokens) {
+  const auto& dp = job.data_parallel;
+  StepTotals totals;
+  for (size_t i = 0; i < step_batches.size(); ++i) {
+    if (int(i % size_t(dp.world_size)) != dp.rank) continue;  // another rank's share
+    if (dp.world_size > 1)
+      torch::manual_seed(data::derive_seed(job.seed, job.stage + "/dropout/" +
+                                                         std::to_string(epoch) + "/" +
+                                                         std::to_string(first + int64_t(i))));
+    auto& batch = step_batches[i];
+    auto describe = [&] {
+      return job.stage + " epoch " + std::to_string(epoch) + " step " +
+             std::to_string(global_step + 1) + ": a micro-batch of " +
+             std::to_string(batch.ids.size(0)) + " sequences x " +
+             std::to_string(batch.ids.size(1)) + " tokens";
+    };
+    auto loss = naming_out_of_memory(describe, [&] {
+      maybe_out_of_memory_at(job.stage, global_step + 1);
+      auto loss = masked_lm_loss_sum(job.model, batch) / double(step_tokens);
+      if (nan_injected_at(job.stage, global_step + 1)) loss = loss * std::nan("");
+      loss.backward();
+      return loss;
+    });
+    totals.loss += loss.item<double>();
+    totals.real_tokens += double(batch.tokens);
+  }
+  if (dp.world_size > 1) {
+    std::vector<double> sums{totals.loss, totals.real_tokens};
+    all_reduce_gradients(params, sums, dp.all_reduce_sum,
+                         job.stage + " step " + std::to_string(global_step + 1) + ": gradients");
+    totals = {sums[0], sums[1]};
+  }
+  return totals;
+}
+
+// The steps since the last log line: their loss, trained and real tokens, and start time.
+struct LogWindow {
+  double loss = 0, tokens = 0, real_tokens = 0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+};
+
+// Writes the window's record to metrics.jsonl and the progress line, starts a new window, and
+// returns the window's mean loss.
+double log_window(const LmTrainingJob& job, LogWindow& w, int64_t epoch, int64_t global_step,
+                  double lr, double grad_norm, Progress& progress) {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - w.start).count();
+  const double mean_loss = w.loss / w.tokens;
+  const double tps = w.real_tokens / std::max(seconds, 1e-9);
+  append_jsonl(job.metrics_path, nlohmann::json{{"stage", job.stage},
+                                                {"epoch", epoch},
+                                                {"step", global_step},
+                                                {"loss", mean_loss},
+                                                {"lr", lr},
+                                                {"grad_norm", grad_norm},
+                                                {"tokens_per_s", tps},
+                                                {"elapsed_s", progress.elapsed_seconds()}}
+                                     .dump());
+  char status[160];
+  std::snprintf(status, sizeof status, "epoch %lld/%d  loss %.4f  lr %.2e  %.0f tok/s",
+                (long long)epoch, job.config.epochs, mean_loss, lr, tps);
+  progress.update(global_step, status);
+  w = LogWindow{};
+  return mean_loss;
+}
+
+}  // namespace
+
 LmTrainingResult run_lm_training(LmTrainingJob& job) {
   const auto& cfg = job.config;
   const auto& dp = job.data_parallel;
@@ -62,32 +174,10 @@ LmTrainingResult run_lm_training(LmTrainingJob& job) {
   contents.state.stage = job.stage;
   const std::string last_dir = (fs::path(job.checkpoint_root) / (job.stage + "-last")).string();
   LmTrainingResult result;
-  int64_t start_epoch = 1, skip_batches = 0, global_step = 0, resumed_step = 0;
-  if (job.resume && fs::exists(last_dir)) {
-    TrainingState s = load_checkpoint(last_dir, contents);
-    result.resumed = true;
-    global_step = s.global_step;
-    resumed_step = s.global_step;
-    if (s.epoch_complete) {
-      start_epoch = s.epoch + 1;
-      // Its evaluation may not have finished.
-      if (job.on_epoch_end && lead) job.on_epoch_end(s.epoch);
-    } else {
-      start_epoch = s.epoch;
-      skip_batches = s.batches_done;
-    }
-    if (lead) {
-      std::fprintf(stderr,
-                   "[%s] resuming from %s: epoch %lld, %lld micro-batches done, step %lld\n",
-                   job.stage.c_str(), last_dir.c_str(), (long long)s.epoch,
-                   (long long)s.batches_done, (long long)s.global_step);
-      append_jsonl(job.metrics_path, nlohmann::json{{"stage", job.stage},
-                                                    {"event", "resume"},
-                                                    {"epoch", s.epoch},
-                                                    {"step", s.global_step}}
-                                         .dump());
-    }
-  }
+  const ResumePoint resumed = resume_training(job, contents, last_dir, lead);
+  result.resumed = resumed.resumed;
+  int64_t skip_batches = resumed.skip_batches, global_step = resumed.global_step;
+  const int64_t resumed_step = resumed.global_step;
 
   auto save = [&](const std::string& dir, int64_t epoch, int64_t batches_done, bool complete) {
     if (!lead) return;
@@ -103,9 +193,8 @@ LmTrainingResult run_lm_training(LmTrainingJob& job) {
   job.model->train();
   job.model->gradient_checkpointing = cfg.gradient_checkpointing;
   Progress progress(job.stage, total_steps);
-  double window_loss = 0, window_tokens = 0, window_real_tokens = 0;
-  auto window_start = std::chrono::steady_clock::now();
-  for (int64_t epoch = start_epoch; epoch <= cfg.epochs; ++epoch) {
+  LogWindow window;
+  for (int64_t epoch = resumed.start_epoch; epoch <= cfg.epochs; ++epoch) {
     auto batches = epoch_batches(sequences, cfg.batch_size, job.seed, epoch);
     for (int64_t first = skip_batches; first < batches_per_epoch; first += cfg.grad_accum) {
       const int64_t last = std::min(batches_per_epoch, first + cfg.grad_accum);
@@ -117,41 +206,10 @@ LmTrainingResult run_lm_training(LmTrainingJob& job) {
       }
       if (step_tokens == 0) continue;
       optimizer.zero_grad();
-      double step_loss = 0;
-      double step_real_tokens = 0;
-      for (size_t i = 0; i < step_batches.size(); ++i) {
-        if (int(i % size_t(dp.world_size)) != dp.rank) continue;  // another rank's share
-        if (dp.world_size > 1)
-          torch::manual_seed(data::derive_seed(job.seed, job.stage + "/dropout/" +
-                                                             std::to_string(epoch) + "/" +
-                                                             std::to_string(first + int64_t(i))));
-        auto& batch = step_batches[i];
-        auto describe = [&] {
-          return job.stage + " epoch " + std::to_string(epoch) + " step " +
-                 std::to_string(global_step + 1) + ": a micro-batch of " +
-                 std::to_string(batch.ids.size(0)) + " sequences x " +
-                 std::to_string(batch.ids.size(1)) + " tokens";
-        };
-        auto loss = naming_out_of_memory(describe, [&] {
-          maybe_out_of_memory_at(job.stage, global_step + 1);
-          auto loss = masked_lm_loss_sum(job.model, batch) / double(step_tokens);
-          if (nan_injected_at(job.stage, global_step + 1)) loss = loss * std::nan("");
-          loss.backward();
-          return loss;
-        });
-        step_loss += loss.item<double>();
-        step_real_tokens += double(batch.tokens);
-      }
-      if (dp.world_size > 1) {
-        std::vector<double> totals{step_loss, step_real_tokens};
-        all_reduce_gradients(
-            params, totals, dp.all_reduce_sum,
-            job.stage + " step " + std::to_string(global_step + 1) + ": gradients");
-        step_loss = totals[0];
-        step_real_tokens = totals[1];
-      }
-      window_real_tokens += step_real_tokens;
-      if (!std::isfinite(step_loss))
+      const StepTotals step =
+          forward_backward(job, step_batches, params, epoch, first, global_step, step_tokens);
+      window.real_tokens += step.real_tokens;
+      if (!std::isfinite(step.loss))
         throw Error(job.stage + ": non-finite loss at epoch " + std::to_string(epoch) + ", step " +
                     std::to_string(global_step + 1) + "; the last checkpoint (" + last_dir +
                     ") is intact");
@@ -162,30 +220,10 @@ LmTrainingResult run_lm_training(LmTrainingJob& job) {
       for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
       optimizer.step();
       ++global_step;
-      window_loss += step_loss * double(step_tokens);
-      window_tokens += double(step_tokens);
-      if (lead && (global_step % cfg.log_every == 0 || last == batches_per_epoch)) {
-        const double seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
-        const double mean_loss = window_loss / window_tokens;
-        const double tps = window_real_tokens / std::max(seconds, 1e-9);
-        result.final_loss = mean_loss;
-        append_jsonl(job.metrics_path, nlohmann::json{{"stage", job.stage},
-                                                      {"epoch", epoch},
-                                                      {"step", global_step},
-                                                      {"loss", mean_loss},
-                                                      {"lr", lr},
-                                                      {"grad_norm", grad_norm},
-                                                      {"tokens_per_s", tps},
-                                                      {"elapsed_s", progress.elapsed_seconds()}}
-                                           .dump());
-        char status[160];
-        std::snprintf(status, sizeof status, "epoch %lld/%d  loss %.4f  lr %.2e  %.0f tok/s",
-                      (long long)epoch, cfg.epochs, mean_loss, lr, tps);
-        progress.update(global_step, status);
-        window_loss = window_tokens = window_real_tokens = 0;
-        window_start = std::chrono::steady_clock::now();
-      }
+      window.loss += step.loss * double(step_tokens);
+      window.tokens += double(step_tokens);
+      if (lead && (global_step % cfg.log_every == 0 || last == batches_per_epoch))
+        result.final_loss = log_window(job, window, epoch, global_step, lr, grad_norm, progress);
       if (cfg.checkpoint_every > 0 && global_step % cfg.checkpoint_every == 0 &&
           last < batches_per_epoch)
         save(last_dir, epoch, last, false);
