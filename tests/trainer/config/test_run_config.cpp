@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "tests/support/minimal_config.h"
 #include "tests/test_paths.h"
 #include "trainer/config/run_config.h"
 
@@ -12,18 +13,7 @@ using namespace citeforge;
 using Catch::Matchers::Contains;
 
 namespace {
-// A minimal valid config: a built model on the synthetic world.
-const std::string kBase = R"(name: t
-data:
-  synth: {train: 10, validation: 5, test: 5, test_ood: 5}
-  train: synth:train
-  test_sets:
-    - {name: validation, path: "synth:validation"}
-    - {name: test_ood, path: "synth:test_ood", ood: true}
-model:
-  build: {hidden_size: 32, intermediate_size: 64, num_layers: 1, num_heads: 2, num_kv_heads: 1}
-  tokenizer_vocab: 300
-)";
+const std::string& kBase = testing::kMinimalRunConfig;
 
 trainer::RunConfig parse(const std::string& text, const std::vector<std::string>& sets = {}) {
   return trainer::parse_run_config(text, "c.yaml", sets);
@@ -156,7 +146,7 @@ TEST_CASE("the shipped configs load", "[trainer][config]") {
   auto demo = trainer::load_run_config("configs/demo.yaml");
   std::filesystem::current_path(root);
   CHECK(demo.model.path == "weights/SmolLM2-135M-Instruct.Q4_1.gguf");
-  CHECK(demo.model.quantization == "nf4");
+  CHECK(demo.model.quantization == trainer::Quantization::nf4);
   CHECK(demo.model.chat_format == "smollm2");
   CHECK(demo.settings.size() == 3);
   // The SynSciQA configs run from the repository root (their data paths are relative to it);
@@ -174,7 +164,7 @@ TEST_CASE("the shipped configs load", "[trainer][config]") {
        {"llama2_7b_chat_qlora", "mistral_7b_instruct_qlora", "mistral_7b_instruct_sft_ppo"}) {
     INFO(name);
     auto c = trainer::load_run_config(std::string("configs/synsciqa/") + name + ".yaml", {small});
-    CHECK(c.model.quantization == "nf4");
+    CHECK(c.model.quantization == trainer::Quantization::nf4);
     CHECK(c.lora.r == 64);
     CHECK(c.lora.alpha == 16);
     CHECK(c.sft.lr == 2e-4);
