@@ -15,25 +15,22 @@ namespace fs = std::filesystem;
 std::vector<CliOption> model_options() {
   return {{"model", "DIR|FILE.gguf", "the model (HF directory or GGUF file)"},
           {"adapter", "DIR", "a peft adapter or a run's checkpoint on top of it"},
-          {"quantization", "none|nf4",
+          {"quantization", choice_names<Quantization>(),
            "the base's quantisation (default: the adapter's run's, else none)"},
-          {"dtype", "float32|bfloat16", "the model's dtype", "float32"},
+          {"dtype", choice_names<Dtype>(), "the model's dtype", choice_name(Dtype::float32)},
           {"chat", one_of(models::chat_template_names()), "the model's chat format"}};
 }
 
-std::string base_quantization(const CliArgs& cli, const std::string& command,
-                              void (*log)(const std::string&)) {
-  if (auto q = cli.get("quantization")) {
-    if (*q != "none" && *q != "nf4")
-      throw Error(command + ": --quantization must be none or nf4, not '" + *q + "'");
-    return *q;
-  }
+Quantization base_quantization(const CliArgs& cli, const std::string& command,
+                               void (*log)(const std::string&)) {
+  if (auto q = cli.get("quantization"))
+    return parse_choice<Quantization>(*q, command + ": --quantization");
   auto adapter = cli.get("adapter");
-  if (!adapter) return "none";
+  if (!adapter) return Quantization::none;
   const auto run = run_of_checkpoint(*adapter);
-  if (!run) return "none";
-  const std::string quantization = read_resolved_config(*run)->model.quantization;
-  if (quantization == "nf4")
+  if (!run) return Quantization::none;
+  const Quantization quantization = read_resolved_config(*run)->model.quantization;
+  if (quantization == Quantization::nf4)
     log("base quantised to NF4 as in " + run->config() +
         ", the run that trained the adapter (--quantization none reads it dense)");
   return quantization;
@@ -43,12 +40,10 @@ CliModel load_cli_model(const CliArgs& cli, const std::string& command,
                         void (*log)(const std::string&)) {
   std::string model_dir = cli.require("model");
   if (models::is_gguf_path(model_dir)) model_dir = models::gguf_model_dir(model_dir, log);
-  const std::string dtype = cli.require("dtype");
-  if (dtype != "float32" && dtype != "bfloat16")
-    throw Error(command + ": --dtype must be float32 or bfloat16");
+  const Dtype dtype = parse_choice<Dtype>(cli.require("dtype"), command + ": --dtype");
   models::LoadOptions load;
-  load.dtype = dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32;
-  load.nf4 = base_quantization(cli, command, log) == "nf4";
+  load.dtype = dtype == Dtype::bfloat16 ? torch::kBFloat16 : torch::kFloat32;
+  load.nf4 = base_quantization(cli, command, log) == Quantization::nf4;
   CliModel out;
   out.model = models::load_model(model_dir, load);
   if (auto adapter = cli.get("adapter"))
@@ -56,6 +51,16 @@ CliModel load_cli_model(const CliArgs& cli, const std::string& command,
   out.model->eval();
   out.tokenizer = std::make_unique<models::Tokenizer>(models::find_tokenizer(model_dir));
   return out;
+}
+
+attribution::YesNoJudge cli_judge(const CliArgs& cli, const CliModel& loaded) {
+  attribution::YesNoJudge judge;
+  judge.model = loaded.model;
+  judge.tokenizer = loaded.tokenizer.get();
+  judge.chat = models::chat_template(cli.require("chat"));
+  judge.prompt =
+      data::find_prompt_template(cli.require("judge-template"), cli.require("templates"));
+  return judge;
 }
 
 }  // namespace citeforge::trainer

@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "attribution/yes_no_judge.h"
 #include "models/llama.h"
 #include "models/tokenizer.h"
 #include "trainer/cli/cli_args.h"
+#include "trainer/config/config_choices.h"
 
 namespace citeforge::trainer {
 
@@ -25,10 +27,14 @@ struct CliModel {
 // the tables of the commands that read answers with one.
 std::vector<CliOption> model_options();
 
-// "none" or "nf4": --quantization, else the model.quantization of the run the adapter sits in,
+// --quantization, else the model.quantization of the run the adapter sits in,
 // else "none". `log` says when the run's choice is taken.
-std::string base_quantization(const CliArgs& cli, const std::string& command,
-                              void (*log)(const std::string&));
+Quantization base_quantization(const CliArgs& cli, const std::string& command,
+                               void (*log)(const std::string&));
+
+// The loaded model as a yes/no judge: its --chat format, asked --judge-template (looked up in
+// --templates).
+attribution::YesNoJudge cli_judge(const CliArgs& cli, const CliModel& loaded);
 
 // `command` prefixes the errors; `log` prints the GGUF import's progress lines.
 CliModel load_cli_model(const CliArgs& cli, const std::string& command,

@@ -244,12 +244,7 @@ struct JudgedAnswers {
 
 JudgedAnswers judge_answers(const CliArgs& cli, CliModel& loaded, const ScenarioSet& s,
                             const std::vector<data::Example>& examples) {
-  attribution::YesNoJudge judge;
-  judge.model = loaded.model;
-  judge.tokenizer = loaded.tokenizer.get();
-  judge.chat = models::chat_template(cli.require("chat"));
-  judge.prompt =
-      data::find_prompt_template(cli.require("judge-template"), cli.require("templates"));
+  attribution::YesNoJudge judge = cli_judge(cli, loaded);
   JudgedAnswers out;
   const std::size_t limit = s.given.answers.size();
   for (std::size_t i = 0; i < limit; ++i) {

@@ -133,12 +133,7 @@ int command_judge_attributability(const Args& args) {
     std::fprintf(stderr, "[judge-attributability] %s\n", line.c_str());
   });
   const models::DequantizedWeights once;
-  attribution::YesNoJudge judge;
-  judge.model = loaded.model;
-  judge.tokenizer = loaded.tokenizer.get();
-  judge.chat = models::chat_template(cli.require("chat"));
-  judge.prompt =
-      data::find_prompt_template(cli.require("judge-template"), cli.require("templates"));
+  attribution::YesNoJudge judge = cli_judge(cli, loaded);
   nlohmann::ordered_json summary;
   summary["data"] = data_path;
   double threshold = cli.has("threshold") ? cli.number("threshold") : 0.0;

@@ -11,6 +11,7 @@
 #include "trainer/run/progress.h"
 #include "trainer/sft/lm_data.h"
 #include "trainer/sft/lm_trainer.h"
+#include "trainer/sft/sft_stage.h"
 
 namespace citeforge::trainer {
 namespace {
@@ -24,7 +25,7 @@ std::vector<data::Example> reading_examples(const RunContext& run) {
     if (answer == ex.references.end()) continue;
     auto parsed = rewards::parse_citations(answer->second, ex.sources, ex.citation_style);
     reading.push_back(ex);
-    reading.back().references["reading"] = run.config.data.reading_sources == "prose"
+    reading.back().references["reading"] = run.config.data.reading_sources == ReadingSources::prose
                                                ? rewards::citations_in_words(answer->second, parsed)
                                                : rewards::strip_citations(answer->second, parsed);
   }
@@ -142,23 +143,15 @@ void build_base_model(RunContext& run) {
         std::to_string(sequences.size() - pretraining.reading - pretraining.drills) +
         " chunks of the world's text and " + std::to_string(pretraining.reading) +
         " reading questions answered " +
-        (run.config.data.reading_sources == "prose" ? "with the documents named in words"
+        (run.config.data.reading_sources == ReadingSources::prose ? "with the documents named in words"
                                                     : "without citations") +
         (pretraining.drills ? " and " + std::to_string(pretraining.drills) + " copy drills"
                             : std::string()));
-    LmTrainingJob job;
-    job.stage = "pretrain";
-    job.config = run.config.pretrain;
+    LmTrainingJob job = run_training_job(run, "pretrain", run.config.pretrain);
     job.sequences = &sequences;
     job.model = model;
     for (auto& item : model->named_parameters())
       job.trainable.emplace_back(item.key(), item.value());
-    job.device = run.device;
-    job.seed = run.config.seed;
-    job.pad_id = run.tokenizer->eos_id();
-    job.checkpoint_root = run.dir.checkpoints();
-    job.metrics_path = run.dir.metrics();
-    job.resume = run.config.resume == "auto";
     run_lm_training(job);
   }
   model->to(torch::kCPU);

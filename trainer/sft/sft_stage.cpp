@@ -25,6 +25,20 @@ void make_data_parallel(LmTrainingJob& job, RunContext& run) {
 
 }  // namespace
 
+LmTrainingJob run_training_job(const RunContext& run, const std::string& stage,
+                               const TrainSection& config) {
+  LmTrainingJob job;
+  job.stage = stage;
+  job.config = config;
+  job.device = run.device;
+  job.seed = run.config.seed;
+  job.pad_id = run.tokenizer->eos_id();
+  job.checkpoint_root = run.dir.checkpoints();
+  job.metrics_path = run.dir.metrics();
+  job.resume = run.config.resume == Resume::automatic;
+  return job;
+}
+
 void run_sft(RunContext& run) {
   const auto& cfg = run.config.sft;
   models::reset_adapters(run.model, run.config.seed);
@@ -38,18 +52,10 @@ void run_sft(RunContext& run) {
   std::fprintf(stderr, "[sft] %zu sequences (%d cut to max_seq_len, %d without '%s')\n",
                encoding.sequences.size(), encoding.truncated, encoding.skipped,
                run.config.data.reference.c_str());
-  LmTrainingJob job;
-  job.stage = "sft";
-  job.config = cfg;
+  LmTrainingJob job = run_training_job(run, "sft", cfg);
   job.sequences = &encoding.sequences;
   job.model = run.model;
   job.trainable = models::lora_parameters(run.model);
-  job.device = run.device;
-  job.seed = run.config.seed;
-  job.pad_id = run.tokenizer->eos_id();
-  job.checkpoint_root = run.dir.checkpoints();
-  job.metrics_path = run.dir.metrics();
-  job.resume = run.config.resume == "auto";
   job.extra_files = [&] { return adapter_files(run); };
   job.on_epoch_end = [&](int64_t epoch) {
     evaluate_all(run, "sft", int(epoch),
