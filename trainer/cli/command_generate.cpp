@@ -13,6 +13,7 @@
 #include "models/tokenizer.h"
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/commands.h"
+#include "trainer/config/config_choices.h"
 #include "trainer/run/run_checkpoint.h"
 
 namespace citeforge::trainer {
@@ -37,7 +38,7 @@ const CliCommand& generate_cli() {
        {"top-p", "P", "nucleus sampling's probability mass", "1.0"},
        {"seed", "S", "sampling seed", "0"},
        {"stop", "TEXT", "stop when the text appears", "", true},
-       {"device", "cpu|cuda", "where to run (default: cuda when there is one)"},
+       {"device", choice_names<Device>(), "where to run (default: cuda when there is one)"},
        {"logits-out", "F.safetensors",
         "also write the prompt's ids and logits, for cross-checks"}}};
   return command;
@@ -60,10 +61,10 @@ int command_generate(const Args& raw) {
 
   const std::string device_name =
       args.get_or("device", torch::cuda::is_available() ? "cuda" : "cpu");
-  if (device_name != "cpu" && device_name != "cuda") throw Error("--device must be cpu or cuda");
-  if (device_name == "cuda" && !torch::cuda::is_available())
-    throw Error("--device cuda: no CUDA device available");
-  const torch::Device device(device_name == "cuda" ? torch::kCUDA : torch::kCPU);
+  const Device where = parse_choice<Device>(device_name, "generate: --device");
+  if (where == Device::cuda && !torch::cuda::is_available())
+    throw Error("generate: --device cuda: no CUDA device available");
+  const torch::Device device(where == Device::cuda ? torch::kCUDA : torch::kCPU);
 
   auto model =
       models::load_model(model_dir, device.is_cuda() ? torch::kBFloat16 : torch::kFloat32, device);

@@ -65,6 +65,16 @@ struct Reader {
   void field(const std::string& key, std::vector<std::string>& v) {
     if (auto n = child(key)) v = yaml_string_list(n, place(key));
   }
+  template <class E>
+  requires std::is_enum_v<E>
+  void field(const std::string& key, E& v) {
+    if (auto n = child(key)) {
+      const std::string text = yaml_string(n, place(key));
+      const auto value = choice_from_name<E>(text);
+      if (!value) yaml_fail(n, place(key), "must be " + choice_list<E>() + ", not '" + text + "'");
+      v = *value;
+    }
+  }
   // A list written back only when it is not empty, so that adding the key to citeforge leaves
   // the resolved configs of existing runs as they were.
   void optional_list(const std::string& key, std::vector<std::string>& v) { field(key, v); }
@@ -120,6 +130,9 @@ struct Writer {
   template <class Int>
   requires std::is_integral_v<Int>
   void field(const std::string& key, Int v) { node[key] = std::to_string(v); }
+  template <class E>
+  requires std::is_enum_v<E>
+  void field(const std::string& key, E v) { node[key] = choice_name(v); }
   void field(const std::string& key, const std::vector<std::string>& v) {
     YAML::Node seq(YAML::NodeType::Sequence);
     for (const auto& s : v) seq.push_back(s);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/synth.h"
+#include "trainer/config/config_choices.h"
 
 namespace citeforge::trainer {
 
@@ -28,10 +29,10 @@ struct ModelSection {
   std::string path;  // an HF model directory; empty when `build` is used
   bool build_enabled = false;
   ModelBuild build;
-  std::string tokenizer;              // tokenizer.model; default <path>/tokenizer.model
-  int64_t tokenizer_vocab = 0;        // > 0: train a SentencePiece model of this size on the data
-  std::string dtype = "float32";      // float32 | bfloat16 (GPU)
-  std::string quantization = "none";  // none | nf4 (the frozen base)
+  std::string tokenizer;        // tokenizer.model; default <path>/tokenizer.model
+  int64_t tokenizer_vocab = 0;  // > 0: train a SentencePiece model of this size on the data
+  Dtype dtype = Dtype::float32;
+  Quantization quantization = Quantization::none;
   std::string chat_format = "plain";  // llama2 | mistral | zephyr | plain
 };
 
@@ -47,7 +48,7 @@ struct TrainSection {
   bool enabled = true;  // pre-training: whether the section was given (SFT: always)
   int epochs = 3;
   double lr = 2e-4;
-  std::string schedule = "constant";  // constant | cosine (after warm-up)
+  TrainSchedule schedule = TrainSchedule::constant;
   double warmup_ratio = 0.03;
   int batch_size = 4;  // sequences per micro-batch
   int grad_accum = 8;  // micro-batches per optimiser step (effective batch = product)
@@ -88,7 +89,7 @@ struct PpoSection {
   double value_coef = 0.1;
   double entropy_coef = 0.0;
   double kl_coef = 0.05;
-  std::string kl_estimator = "k1";  // k1 | k3
+  KlEstimator kl_estimator = KlEstimator::k1;
   bool adaptive_kl = false;
   double kl_target = 6.0;
   // Adaptive KL: iterations over which a persistent KL error moves beta by a factor of about
@@ -100,11 +101,11 @@ struct PpoSection {
   // Largest |sampler - learner| log-probability of a sampled token an update accepts; 0 = no
   // check (docs/ppo.md: what a healthy run measures in fp32 and in bf16).
   double max_logprob_gap = 1.0;
-  double missing_eos_penalty = 0;        // subtracted from the reward of an answer cut at the limit
-  double adam_eps = 1e-5;                // the RLHF choice (TRL, OpenRLHF); torch's 1e-8 is for SFT
-  std::string lr_schedule = "constant";  // constant | linear (decays to 0 over the iterations)
-  int eval_every = 10;                   // iterations between evaluations (and at the end)
-  int checkpoint_every = 5;              // iterations between checkpoints
+  double missing_eos_penalty = 0;  // subtracted from the reward of an answer cut at the limit
+  double adam_eps = 1e-5;          // the RLHF choice (TRL, OpenRLHF); torch's 1e-8 is for SFT
+  PpoSchedule lr_schedule = PpoSchedule::constant;
+  int eval_every = 10;       // iterations between evaluations (and at the end)
+  int checkpoint_every = 5;  // iterations between checkpoints
   int log_every = 1;
   int max_examples = 0;
   bool gradient_checkpointing = false;
@@ -140,7 +141,7 @@ struct DataSection {
   // How the pre-training reading split's answers name their documents: `none` drops the
   // citations, `prose` says "..., as documents 1 and 3 say." instead of "... [1][3]." (a base
   // that reads and attributes in words, as chat models do, but never in the cited format).
-  std::string reading_sources = "none";
+  ReadingSources reading_sources = ReadingSources::none;
 };
 
 struct EvalSection {
@@ -174,7 +175,7 @@ struct SelectionSection {
 // section. Ranks 0..learners-1 run the PPO update (rank 0 also evaluates and checkpoints); the
 // rollout ranks generate with their copy of the policy.
 struct DistributedSection {
-  std::string backend = "gloo";     // gloo (CPU) | nccl (GPU)
+  Backend backend = Backend::gloo;  // gloo on CPUs, nccl on GPUs
   int learners = 0;                 // 0 = every rank learns
   bool rollout_on_learners = true;  // false: only the ranks that do not learn generate
   double timeout_s = 300;           // a rank silent this long (dead or hung) stops every rank
@@ -184,9 +185,9 @@ struct RunConfig {
   std::string file;  // where it was loaded from (for messages)
   std::string name = "run";
   uint64_t seed = 1;
-  std::string device = "cpu";                   // cpu | cuda
-  int threads = 0;                              // intra-op threads; 0 = LibTorch's default
-  std::string resume = "auto";                  // auto | never
+  Device device = Device::cpu;
+  int threads = 0;  // intra-op threads; 0 = LibTorch's default
+  Resume resume = Resume::automatic;
   std::vector<std::string> settings = {"sft"};  // any of sft, ppo, sft+ppo
   DataSection data;
   ModelSection model;
@@ -196,8 +197,8 @@ struct RunConfig {
   PpoSection ppo;
   EvalSection eval;
   SelectionSection selection;
-  std::string invalid_citations = "penalize";  // penalize | ignore
-  bool distributed_enabled = false;            // the section was given
+  InvalidCitations invalid_citations = InvalidCitations::penalize;
+  bool distributed_enabled = false;  // the section was given
   DistributedSection distributed;
 };
 

@@ -73,7 +73,7 @@ c10::intrusive_ptr<c10d::Backend> make_backend(const std::string& name,
                                                int rank, int size, const DistGroupOptions& o,
                                                const DistEnv& env) {
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
-  if (o.backend == "nccl") {
+  if (o.backend == Backend::nccl) {
 #ifdef CITEFORGE_WITH_CUDA
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = o.timeout;
@@ -129,6 +129,14 @@ struct DistGroup::Impl {
   std::map<std::string, int64_t> barriers_passed;
   bool failed = false, finished = false;
   CommStats stats;
+
+  // A constructor that fails after starting the heartbeat (a process group that cannot be
+  // made) never reaches ~DistGroup; a joinable thread destroyed here would abort the process
+  // instead of letting its one-line error out.
+  ~Impl() {
+    stop_heartbeat = true;
+    if (heartbeat.joinable()) heartbeat.join();
+  }
 
   std::string store_address() const {
     return env.master_addr + ":" + std::to_string(env.master_port);
@@ -273,7 +281,7 @@ struct DistGroup::Impl {
   }
 
   at::Tensor to_comm(const torch::Tensor& t) const {
-    return options.backend == "nccl" ? t.to(options.device).contiguous() : t.contiguous();
+    return options.backend == Backend::nccl ? t.to(options.device).contiguous() : t.contiguous();
   }
 };
 
@@ -285,7 +293,7 @@ DistGroup::DistGroup(const DistEnv& env, const DistGroupOptions& options)
   for (int r = 0; r < env.world_size; ++r) s.all_ranks.push_back(r);
   s.beats.assign(env.world_size, 0);
 #ifdef CITEFORGE_WITH_CUDA
-  if (options.backend == "nccl") c10::cuda::set_device(c10::DeviceIndex(env.local_rank));
+  if (options.backend == Backend::nccl) c10::cuda::set_device(c10::DeviceIndex(env.local_rank));
 #endif
   c10d::TCPStoreOptions o;
   o.port = uint16_t(env.master_port);
@@ -322,8 +330,8 @@ DistGroup::DistGroup(const DistEnv& env, const DistGroupOptions& options)
     if (s.failed) throw;
     s.fail(phase, e.what());
   } catch (const std::exception& e) {
-    s.fail(phase,
-           "creating the " + options.backend + " process group failed (" + short_what(e) + ")");
+    s.fail(phase, "creating the " + std::string(choice_name(options.backend)) +
+                      " process group failed (" + short_what(e) + ")");
   }
   s.barrier(Ranks::world, phase);
 }

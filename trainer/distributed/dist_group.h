@@ -15,12 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "trainer/config/config_choices.h"
 #include "trainer/distributed/dist_env.h"
 
 namespace citeforge::trainer {
 
 struct DistGroupOptions {
-  std::string backend = "gloo";  // gloo | nccl
+  Backend backend = Backend::gloo;
   std::chrono::milliseconds timeout{300000};
   std::vector<int> learners;           // their own process group when there are several
   torch::Device device = torch::kCPU;  // where NCCL wants the tensors (the rank's GPU)

@@ -41,7 +41,7 @@ std::unique_ptr<DistRun> start_distributed(const RunConfig& config) {
   options.backend = config.distributed.backend;
   options.timeout = std::chrono::milliseconds(int64_t(config.distributed.timeout_s * 1000));
   options.learners = roles.learners;
-  if (config.device == "cuda") {
+  if (config.device == Device::cuda) {
 #ifdef CITEFORGE_WITH_CUDA
     c10::cuda::set_device(c10::DeviceIndex(env.local_rank));
     options.device = torch::Device(torch::kCUDA, c10::DeviceIndex(env.local_rank));
@@ -51,7 +51,7 @@ std::unique_ptr<DistRun> start_distributed(const RunConfig& config) {
     std::fprintf(stderr,
                  "[dist] %d ranks (%s environment) over %s, rendezvous at %s:%d; learners %s, "
                  "rollout %s\n",
-                 env.world_size, env.source.c_str(), options.backend.c_str(),
+                 env.world_size, env.source.c_str(), choice_name(options.backend),
                  env.master_addr.c_str(), env.master_port, rank_list(roles.learners).c_str(),
                  rank_list(roles.rollout).c_str());
   run->group = std::make_unique<DistGroup>(env, options);

@@ -23,9 +23,9 @@ struct DistRun {
 };
 
 // Joins the other ranks when the environment says this process is one of several
-// (trainer/distributed/dist_env.h), or one of one with a `distributed` section; nullptr for a single
-// process. Checks the roles against the config (errors name the key) and puts a CUDA rank on its
-// own GPU (LOCAL_RANK).
+// (trainer/distributed/dist_env.h), or one of one with a `distributed` section; nullptr for a
+// single process. Checks the roles against the config (errors name the key) and puts a CUDA rank on
+// its own GPU (LOCAL_RANK).
 std::unique_ptr<DistRun> start_distributed(const RunConfig& config);
 
 // True for a single process and for rank 0 of several.

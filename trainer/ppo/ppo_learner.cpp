@@ -35,7 +35,7 @@ PpoLearner make_ppo_learner(models::LlamaForCausalLM policy, models::ValueHead v
 }
 
 double ppo_learning_rate(const PpoSection& c, int64_t it) {
-  if (c.lr_schedule != "linear") return c.lr;
+  if (c.lr_schedule != PpoSchedule::linear) return c.lr;
   return c.lr * (1.0 - double(it - 1) / double(c.iterations));
 }
 
@@ -172,7 +172,7 @@ ScoredBatch score_batch(PpoLearner& l, const Trajectories& batch, PpoStats& stat
                   c.max_logprob_gap);
     throw Error(text);
   }
-  const auto estimator = c.kl_estimator == "k3" ? KlEstimator::k3 : KlEstimator::k1;
+  const auto estimator = c.kl_estimator;
   auto kl = kl_per_token(s.old_logprobs, ref_logprobs, estimator);
   auto per_sequence = [&](KlEstimator e) {
     return masked_sum(kl_per_token(s.old_logprobs, ref_logprobs, e), mask, 1).mean().item<double>();

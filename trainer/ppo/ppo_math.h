@@ -21,6 +21,8 @@
 #include <optional>
 #include <string>
 
+#include "trainer/config/config_choices.h"
+
 namespace citeforge::trainer {
 
 // ---- masks and checks ------------------------------------------------------------------------
@@ -42,10 +44,9 @@ void require_finite(const torch::Tensor& x, const std::string& what);
 
 // ---- rewards ---------------------------------------------------------------------------------
 
-enum class KlEstimator {
-  k1,  // log p - log p_ref: unbiased for KL(p || p_ref) under samples of p, can be negative
-  k3,  // (r - 1) - log r with r = p_ref / p: unbiased as well, never negative (Schulman 2020)
-};
+// KlEstimator (trainer/config/config_choices.h): k1 is log p - log p_ref, unbiased for
+// KL(p || p_ref) under samples of p and can be negative; k3 is (r - 1) - log r with
+// r = p_ref / p, unbiased as well and never negative (Schulman 2020).
 
 // Per-token KL estimate [B, T] of the policy against the reference from the log-probabilities
 // of the sampled tokens. Not masked: padded positions carry whatever the inputs hold there.

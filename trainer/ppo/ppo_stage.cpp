@@ -108,7 +108,7 @@ int64_t resume_ppo(RunContext& run, const std::string& stage, const PpoRank& me,
                    CheckpointContents& contents, std::optional<PpoLearner>& learner,
                    const std::string& last_dir) {
   int64_t done = 0;
-  if (me.learner && run.config.resume == "auto" && fs::exists(last_dir)) {
+  if (me.learner && run.config.resume == Resume::automatic && fs::exists(last_dir)) {
     TrainingState s = load_checkpoint(last_dir, contents);
     done = s.global_step;
     learner->kl.beta = s.extra.value("beta", learner->kl.beta);

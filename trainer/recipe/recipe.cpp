@@ -23,14 +23,13 @@ RunContext start_run(const RunConfig& config, const std::string& run_dir, DistRu
   run.dir = RunDir{run_dir};
   run.dist = dist;
   if (config.threads > 0) torch::set_num_threads(config.threads);
-  if (config.device == "cuda") {
+  if (config.device == Device::cuda) {
     if (!torch::cuda::is_available())
       throw Error(config.file + ": device is cuda but no CUDA device is available");
     run.device = torch::kCUDA;
   }
-  run.dtype = config.model.dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32;
-  run.metric_options.invalid_citations =
-      rewards::parse_invalid_citations(config.invalid_citations, config.file);
+  run.dtype = config.model.dtype == Dtype::bfloat16 ? torch::kBFloat16 : torch::kFloat32;
+  run.metric_options.invalid_citations = config.invalid_citations;
   run.format.chat = models::chat_template(config.model.chat_format);
   run.format.prompt =
       data::find_prompt_template(config.data.prompt_template, config.data.templates_dir);

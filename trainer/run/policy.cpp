@@ -10,7 +10,7 @@ void load_policy(RunContext& run) {
   models::LoadOptions load;
   load.dtype = run.dtype;
   load.device = run.device;
-  load.nf4 = run.config.model.quantization == "nf4";
+  load.nf4 = run.config.model.quantization == Quantization::nf4;
   run.model = models::load_model(run.base_model_dir, load);
   torch::manual_seed(run.config.seed);
   run.lora.spec = {run.config.lora.r, run.config.lora.alpha, run.config.lora.dropout};

@@ -67,7 +67,7 @@ void prepare_run_dir(const RunConfig& config, const RunDir& run) {
   const std::string resolved = run_config_to_yaml(config);
   const std::string path = run.config();
   if (auto old = read_resolved_config(run)) {
-    if (config.resume == "never")
+    if (config.resume == Resume::never)
       fail_at(run.root, "", "run directory exists and resume is 'never': choose another --out");
     const std::string before = run_config_to_yaml(*old);
     const auto differences = config_differences(before, resolved);

@@ -16,9 +16,9 @@
 namespace citeforge::trainer {
 namespace fs = std::filesystem;
 
-double lr_factor(int64_t step, int64_t total, int64_t warmup, const std::string& schedule) {
+double lr_factor(int64_t step, int64_t total, int64_t warmup, TrainSchedule schedule) {
   if (step < warmup) return double(step + 1) / double(warmup);
-  if (schedule == "cosine" && total > warmup) {
+  if (schedule == TrainSchedule::cosine && total > warmup) {
     const double progress = double(step - warmup) / double(total - warmup);
     return 0.5 * (1.0 + std::cos(M_PI * progress));
   }

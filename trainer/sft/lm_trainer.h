@@ -59,7 +59,7 @@ LmTrainingResult run_lm_training(LmTrainingJob& job);
 
 // LR multiplier at optimiser step `step` (0-based) of `total`: linear warm-up, then constant or
 // a cosine decay to 0.
-double lr_factor(int64_t step, int64_t total, int64_t warmup, const std::string& schedule);
+double lr_factor(int64_t step, int64_t total, int64_t warmup, TrainSchedule schedule);
 
 // Sum of token cross-entropies of `batch` under `model`, and the token count it covers.
 torch::Tensor masked_lm_loss_sum(models::LlamaForCausalLM& model, const Batch& batch);

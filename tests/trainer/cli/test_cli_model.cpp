@@ -21,7 +21,7 @@ void remember(const std::string& line) {
 std::string quantization_of(const std::vector<std::string>& args) {
   static const trainer::CliCommand command{"fix-citations", "", "", "", trainer::model_options()};
   auto cli = trainer::parse_cli(command, args);
-  return trainer::base_quantization(cli, "fix-citations", remember);
+  return trainer::choice_name(trainer::base_quantization(cli, "fix-citations", remember));
 }
 
 // A run's resolved config (the tiny test run's) with the given model.quantization.

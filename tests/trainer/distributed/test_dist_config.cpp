@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/error.h"
+#include "tests/support/minimal_config.h"
 #include "tests/test_paths.h"
 #include "trainer/config/run_config.h"
 
@@ -10,16 +11,7 @@ using namespace citeforge;
 using Catch::Matchers::Contains;
 
 namespace {
-const std::string kBase = R"(name: t
-data:
-  synth: {train: 10, validation: 5, test: 5, test_ood: 5}
-  train: synth:train
-  test_sets:
-    - {name: validation, path: "synth:validation"}
-model:
-  build: {hidden_size: 32, intermediate_size: 64, num_layers: 1, num_heads: 2, num_kv_heads: 1}
-  tokenizer_vocab: 300
-)";
+const std::string& kBase = testing::kMinimalRunConfig;
 }  // namespace
 
 TEST_CASE("distributed config: defaults, and absent from a resolved config without it",
@@ -30,7 +22,7 @@ TEST_CASE("distributed config: defaults, and absent from a resolved config witho
   auto c = trainer::parse_run_config(
       kBase + "distributed: {learners: 1, rollout_on_learners: false}", "c.yaml");
   CHECK(c.distributed_enabled);
-  CHECK(c.distributed.backend == "gloo");
+  CHECK(c.distributed.backend == trainer::Backend::gloo);
   CHECK(c.distributed.learners == 1);
   CHECK_FALSE(c.distributed.rollout_on_learners);
   CHECK(c.distributed.timeout_s == 300);
@@ -56,12 +48,12 @@ TEST_CASE("distributed config: errors name the key", "[trainer][config][distribu
 
 TEST_CASE("the shipped distributed configs load", "[trainer][config][distributed]") {
   auto demo = trainer::load_run_config(testing::source_path("configs/demo_distributed.yaml"));
-  CHECK(demo.distributed.backend == "gloo");
+  CHECK(demo.distributed.backend == trainer::Backend::gloo);
   CHECK(demo.distributed.learners == 1);
   CHECK_FALSE(demo.distributed.rollout_on_learners);
   CHECK(demo.ppo.batch_size % 2 == 0);  // two rollout ranks take equal shares
   auto gpu = trainer::load_run_config(testing::source_path("configs/distributed_gpu.yaml"));
-  CHECK(gpu.distributed.backend == "nccl");
-  CHECK(gpu.device == "cuda");
+  CHECK(gpu.distributed.backend == trainer::Backend::nccl);
+  CHECK(gpu.device == trainer::Device::cuda);
   CHECK(gpu.distributed.learners == 0);
 }

@@ -181,3 +181,20 @@ TEST_CASE("data-parallel SFT over two ranks trains what one process trains",
     CHECK(read_file((root / "single" / f).string()) == read_file((root / "dp" / f).string()));
   CHECK(results_of(root / "dp") == results_of(root / "single"));
 }
+
+TEST_CASE("a process group that cannot be made stops the rank with one line, not an abort",
+          "[trainer][distributed]") {
+  if (torch::cuda::is_available()) return;  // there NCCL would start: scripts/gpu_check.sh
+  // NCCL on a build or machine without CUDA: the group fails after the heartbeat thread started.
+  auto out = testing::temp_dir("dist-no-nccl") / "run";
+  auto r = testing::run_citeforge(
+      "launch --nproc 1 -- run tests/fixtures/configs/tiny.yaml --out " + out.string() +
+      " --set device=cuda --set distributed.backend=nccl "
+      "--set 'settings=[ppo]'");
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK(r.output.find("citeforge run: error: ") != std::string::npos);
+  CHECK(r.output.find("nccl") != std::string::npos);
+  CHECK(r.output.find("terminate called") == std::string::npos);
+  CHECK(r.output.find("signal 6") == std::string::npos);
+}

@@ -243,7 +243,7 @@ TEST_CASE("ppo learning rate: constant, or linear down to zero after the last it
   c.lr = 1e-4;
   c.iterations = 4;
   CHECK(trainer::ppo_learning_rate(c, 3) == 1e-4);
-  c.lr_schedule = "linear";
+  c.lr_schedule = trainer::PpoSchedule::linear;
   CHECK(trainer::ppo_learning_rate(c, 1) == Approx(1e-4));
   CHECK(trainer::ppo_learning_rate(c, 2) == Approx(0.75e-4));
   CHECK(trainer::ppo_learning_rate(c, 4) == Approx(0.25e-4));

@@ -88,12 +88,12 @@ TEST_CASE("epoch batches are a reproducible permutation", "[trainer][sft]") {
 
 TEST_CASE("LR schedule: linear warm-up, then constant or cosine to zero", "[trainer][sft]") {
   using trainer::lr_factor;
-  CHECK(lr_factor(0, 100, 4, "constant") == Approx(0.25));
-  CHECK(lr_factor(3, 100, 4, "constant") == Approx(1.0));
-  CHECK(lr_factor(50, 100, 4, "constant") == Approx(1.0));
-  CHECK(lr_factor(4, 104, 4, "cosine") == Approx(1.0));
-  CHECK(lr_factor(54, 104, 4, "cosine") == Approx(0.5));
-  CHECK(lr_factor(104, 104, 4, "cosine") == Approx(0.0).margin(1e-12));
+  CHECK(lr_factor(0, 100, 4, trainer::TrainSchedule::constant) == Approx(0.25));
+  CHECK(lr_factor(3, 100, 4, trainer::TrainSchedule::constant) == Approx(1.0));
+  CHECK(lr_factor(50, 100, 4, trainer::TrainSchedule::constant) == Approx(1.0));
+  CHECK(lr_factor(4, 104, 4, trainer::TrainSchedule::cosine) == Approx(1.0));
+  CHECK(lr_factor(54, 104, 4, trainer::TrainSchedule::cosine) == Approx(0.5));
+  CHECK(lr_factor(104, 104, 4, trainer::TrainSchedule::cosine) == Approx(0.0).margin(1e-12));
 }
 
 TEST_CASE("copy drills repeat a random run and train only on the predictable repeat",
