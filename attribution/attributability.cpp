@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "rewards/citations.h"
+#include "data/citations.h"
 #include "rewards/metrics.h"
 
 namespace citeforge::attribution {
@@ -10,15 +10,15 @@ namespace citeforge::attribution {
 std::vector<CitedSentence> cited_sentences(const data::Example& example,
                                            const std::string& answer) {
   std::vector<CitedSentence> out;
-  const auto parsed = rewards::parse_citations(answer, example.sources, example.citation_style);
+  const auto parsed = data::parse_citations(answer, example.sources, example.citation_style);
   if (parsed.groups.empty()) return out;
   for (const auto& [b, e] : rewards::split_sentences(answer)) {
-    rewards::ParsedCitations own;  // the sentence's groups, offsets within the sentence
+    data::ParsedCitations own;  // the sentence's groups, offsets within the sentence
     CitedSentence sentence;
     sentence.formatted = true;
     for (const auto& g : parsed.groups) {
       if (g.begin < b || g.begin >= e) continue;
-      rewards::CitationGroup shifted = g;
+      data::CitationGroup shifted = g;
       shifted.begin -= b;
       shifted.end = std::min(g.end, e) - b;
       own.groups.push_back(shifted);
@@ -29,7 +29,7 @@ std::vector<CitedSentence> cited_sentences(const data::Example& example,
             sentence.keys.push_back(k);
     }
     sentence.formatted = sentence.formatted && !own.groups.empty();
-    sentence.text = rewards::strip_citations(answer.substr(b, e - b), own);
+    sentence.text = data::strip_citations(answer.substr(b, e - b), own);
     if (sentence.text.find_first_not_of(" \t\r\n") == std::string::npos) continue;
     out.push_back(std::move(sentence));
   }

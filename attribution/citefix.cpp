@@ -77,7 +77,7 @@ std::string citation_text(const data::Example& example, const std::vector<int>& 
 }  // namespace
 
 std::vector<FactualPoint> factual_points(const std::string& answer,
-                                         const rewards::ParsedCitations& parsed) {
+                                         const data::ParsedCitations& parsed) {
   std::vector<FactualPoint> points;
   std::size_t previous_end = 0;
   std::set<std::string> invalid, named;
@@ -106,11 +106,11 @@ std::vector<FactualPoint> factual_points(const std::string& answer,
     for (const auto& c : group.citations) {
       const bool is_number = !c.text.empty() && std::isdigit(static_cast<unsigned char>(c.text[0]));
       if (!c.valid())
-        invalid.insert(rewards::normalize_source_name(c.text));
+        invalid.insert(data::normalize_source_name(c.text));
       else if (is_number)
         numbered.insert(c.keys.begin(), c.keys.end());
       else
-        named.insert(rewards::normalize_source_name(c.text));
+        named.insert(data::normalize_source_name(c.text));
       for (int key : c.keys)
         if (std::find(p.cited.begin(), p.cited.end(), key) == p.cited.end()) p.cited.push_back(key);
     }
@@ -213,7 +213,7 @@ FixedAnswer fix_citations(const data::Example& example, const std::string& answe
   if (needs_model(options.method))
     throw Error(std::string("fix_citations: method ") + to_string(options.method) +
                 " needs the model (attribution/model_scores.h)");
-  const auto parsed = rewards::parse_citations(answer, example.sources, example.citation_style);
+  const auto parsed = data::parse_citations(answer, example.sources, example.citation_style);
   const auto points = factual_points(answer, parsed);
   const Documents documents = index_documents(example, options);
   std::vector<bool> candidates;  // sources with words to match

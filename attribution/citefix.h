@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "data/example.h"
-#include "rewards/citations.h"
+#include "data/citations.h"
 
 namespace citeforge::attribution {
 
@@ -47,7 +47,7 @@ struct FactualPoint {
 
 // The factual points of an answer in order. Text after the last citation belongs to no point.
 std::vector<FactualPoint> factual_points(const std::string& answer,
-                                         const rewards::ParsedCitations& parsed);
+                                         const data::ParsedCitations& parsed);
 
 // One score per source of `example` (in its order) for a point's text.
 std::vector<double> point_scores(const data::Example& example, const std::string& point_text,

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "rewards/citations.h"
+#include "data/citations.h"
 
 namespace citeforge::attribution {
 namespace {
@@ -266,7 +266,7 @@ std::optional<std::vector<std::vector<double>>> model_point_scores(
 
 FixedAnswer fix_citations_with_model(ModelReader& reader, const data::Example& example,
                                      const std::string& answer, FixMethod method) {
-  const auto parsed = rewards::parse_citations(answer, example.sources, example.citation_style);
+  const auto parsed = data::parse_citations(answer, example.sources, example.citation_style);
   const auto points = factual_points(answer, parsed);
   FixedAnswer out;
   bool cites = false;

@@ -15,7 +15,7 @@
 // citation refers to has exactly one definition in citeforge, the one the metrics use. Copying
 // it into data/ would let labels and scores disagree, so this one importer reaches into
 // rewards/ (a pure string module with no further dependencies).
-#include "rewards/citations.h"
+#include "data/citations.h"
 
 namespace citeforge::data {
 
@@ -287,12 +287,12 @@ void label_from_golden(Example& example, const GoldenRow& golden, const std::str
        {std::pair{&golden.right, Label::relevant}, std::pair{&golden.other, Label::irrelevant}}) {
     for (const auto& name : *names) {
       exact.emplace(trim(name), label);
-      normalized.emplace(rewards::normalize_source_name(name), label);
+      normalized.emplace(data::normalize_source_name(name), label);
     }
   }
   std::set<std::string> used_exact, used_normalized;
   for (auto& source : example.sources) {
-    std::string norm = rewards::normalize_source_name(source.name);
+    std::string norm = data::normalize_source_name(source.name);
     if (auto it = exact.find(source.name); it != exact.end()) {
       source.label = it->second;
       used_exact.insert(it->first);
@@ -307,7 +307,7 @@ void label_from_golden(Example& example, const GoldenRow& golden, const std::str
     }
   }
   for (const auto& [name, label] : exact) {
-    if (used_exact.count(name) || used_normalized.count(rewards::normalize_source_name(name)))
+    if (used_exact.count(name) || used_normalized.count(data::normalize_source_name(name)))
       continue;
     ++report.unmatched_golden_names;
     note(report, golden_path + ": line " + std::to_string(golden.line) + ": golden name '" + name +
@@ -323,8 +323,8 @@ void label_from_teacher(Example& example, const Record& record, const std::strin
                      "' answer to derive silver labels from (labels unknown)");
     return;
   }
-  rewards::ParsedCitations cited =
-      rewards::parse_citations(it->second, example.sources, CitationStyle::named);
+  data::ParsedCitations cited =
+      data::parse_citations(it->second, example.sources, CitationStyle::named);
   for (auto& source : example.sources)
     source.label = cited.cited.count(source.key) ? Label::relevant : Label::irrelevant;
   report.unresolved_citations += cited.invalid.size();

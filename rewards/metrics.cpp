@@ -132,7 +132,7 @@ std::vector<std::pair<std::size_t, std::size_t>> split_sentences(const std::stri
   return sentences;
 }
 
-double format_quality(const std::string& answer, const ParsedCitations& citations,
+double format_quality(const std::string& answer, const data::ParsedCitations& citations,
                       int relevant_count) {
   if (citations.groups.empty()) return relevant_count == 0 ? 1.0 : 0.0;
   auto sentences = split_sentences(answer);
@@ -153,7 +153,7 @@ double format_quality(const std::string& answer, const ParsedCitations& citation
   return static_cast<double>(good) / sentences.size();
 }
 
-double source_quality(const Example& example, const ParsedCitations& citations, int invalid_count) {
+double source_quality(const Example& example, const data::ParsedCitations& citations, int invalid_count) {
   int relevant = 0;
   for (const auto& s : example.sources) relevant += s.label == Label::relevant ? 1 : 0;
   if (citations.cited.empty() && invalid_count == 0) return relevant == 0 ? 1.0 : 0.0;
@@ -162,7 +162,7 @@ double source_quality(const Example& example, const ParsedCitations& citations, 
   return source_quality_paper(example, citations);
 }
 
-double source_quality_paper(const Example& example, const ParsedCitations& citations) {
+double source_quality_paper(const Example& example, const data::ParsedCitations& citations) {
   for (const auto& s : example.sources) {
     bool bad = s.label == Label::irrelevant || s.label == Label::seemingly_relevant;
     if (bad && citations.cited.count(s.key)) return 0.0;
@@ -173,7 +173,7 @@ double source_quality_paper(const Example& example, const ParsedCitations& citat
 AnswerMetrics score_answer(const Example& example, const std::string& answer,
                            const MetricOptions& options,
                            const std::optional<std::string>& reference) {
-  ParsedCitations parsed = parse_citations(answer, example.sources, example.citation_style);
+  data::ParsedCitations parsed = data::parse_citations(answer, example.sources, example.citation_style);
   std::set<int> relevant;
   for (const auto& s : example.sources)
     if (s.label == Label::relevant) relevant.insert(s.key);
@@ -204,7 +204,7 @@ AnswerMetrics score_answer(const Example& example, const std::string& answer,
   m.chance_source_quality = chance.source_quality;
   m.chance_source_quality_paper = chance.source_quality_paper;
   if (reference) {
-    ParsedCitations ref = parse_citations(*reference, example.sources, example.citation_style);
+    data::ParsedCitations ref = data::parse_citations(*reference, example.sources, example.citation_style);
     int shared = 0;
     for (int key : parsed.cited) shared += ref.cited.count(key) ? 1 : 0;
     auto overlap =

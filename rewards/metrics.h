@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "data/example.h"
-#include "rewards/citations.h"
+#include "data/citations.h"
 
 namespace citeforge::rewards {
 
@@ -103,16 +103,16 @@ std::vector<std::pair<std::size_t, std::size_t>> split_sentences(const std::stri
 // answer that cites nothing at all is an abstention; its format is right (1) exactly when the
 // example has no relevant source, so correct abstentions are not punished for lacking
 // citations the template forbids them to make.
-double format_quality(const std::string& answer, const ParsedCitations& citations,
+double format_quality(const std::string& answer, const data::ParsedCitations& citations,
                       int relevant_count);
 
 // Source quality: 1 if (|D| > 0, I = 0 and no cited source is irrelevant or seemingly
 // relevant) or (|R| = 0 and the answer cites nothing), else 0.
-double source_quality(const data::Example& example, const ParsedCitations& citations,
+double source_quality(const data::Example& example, const data::ParsedCitations& citations,
                       int invalid_count);
 
 // The evidence-QA paper's source quality: 0 if a cited source is labelled irrelevant or
 // seemingly relevant, else 1 (sources labelled `unknown` never fail it).
-double source_quality_paper(const data::Example& example, const ParsedCitations& citations);
+double source_quality_paper(const data::Example& example, const data::ParsedCitations& citations);
 
 }  // namespace citeforge::rewards

@@ -49,6 +49,32 @@ TEST_CASE("layout: trainer's rooms include each other in one direction", "[layou
   CHECK(checked > 100);
 }
 
+// Height of each top-level folder (docs/design.md §1): a folder includes only itself and folders
+// strictly lower, so no two floors include each other.
+const std::map<std::string, int> kFloorHeight = {
+    {"common", 0},    {"data", 1},        {"models", 1},  {"rewards", 2},
+    {"retrieval", 3}, {"attribution", 3}, {"trainer", 4},
+};
+
+TEST_CASE("layout: the top-level folders include each other in one direction", "[layout]") {
+  const std::regex include(R"re(#include "([a-z_]+)/)re");
+  int checked = 0;
+  for (const auto& [from, height] : kFloorHeight) {
+    for (const auto& entry : fs::recursive_directory_iterator(testing::source_path(from))) {
+      if (!entry.is_regular_file() || !is_source(entry.path())) continue;
+      const std::string text = read_file(entry.path().string());
+      for (std::sregex_iterator it(text.begin(), text.end(), include), end; it != end; ++it) {
+        const std::string to = (*it)[1];
+        if (to == from || !kFloorHeight.count(to)) continue;
+        INFO(entry.path().string() << " includes " << to << "/");
+        CHECK(kFloorHeight.at(to) < height);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked > 100);
+}
+
 TEST_CASE("layout: common, models, data, rewards, attribution and retrieval never include trainer",
           "[layout]") {
   for (const char* folder : {"common", "models", "data", "rewards", "attribution", "retrieval"}) {

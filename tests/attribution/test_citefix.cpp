@@ -3,7 +3,7 @@
 
 #include "attribution/citefix.h"
 #include "common/error.h"
-#include "rewards/citations.h"
+#include "data/citations.h"
 
 using namespace citeforge;
 using attribution::FixMethod;
@@ -38,7 +38,7 @@ TEST_CASE("factual points end at their citations; adjacent groups form one point
           "[attribution][citefix]") {
   const std::string answer = "Crabs molt [1][2]. Magma builds [3], [1] and violins sing [9]. Done.";
   auto points = attribution::factual_points(
-      answer, rewards::parse_citations(answer, kThree.sources, data::CitationStyle::numeric));
+      answer, data::parse_citations(answer, kThree.sources, data::CitationStyle::numeric));
   REQUIRE(points.size() == 3);
   CHECK(answer.substr(points[0].text_begin, points[0].text_end - points[0].text_begin) ==
         "Crabs molt ");
@@ -91,7 +91,7 @@ TEST_CASE("named citations are corrected to the right source's name", "[attribut
         "Crabs molt every spring (Jones, 2020, p. 2).");
   // The result parses back to the intended source.
   const auto again = fix(e, "Magma pressure makes volcanoes erupt (Jones, 2020, p. 2).");
-  CHECK(rewards::parse_citations(again, e.sources, e.citation_style).cited == std::set<int>{1});
+  CHECK(data::parse_citations(again, e.sources, e.citation_style).cited == std::set<int>{1});
 }
 
 TEST_CASE("keyword + BM25 breaks a keyword tie toward the document that answers the question",

@@ -10,7 +10,7 @@
 #include "models/checkpoint_io.h"
 #include "models/gguf_import.h"
 #include "models/linear.h"
-#include "rewards/citations.h"
+#include "data/citations.h"
 #include "tests/test_paths.h"
 
 using namespace citeforge;
@@ -141,7 +141,7 @@ TEST_CASE("ask_model scores each candidate answer as a full forward pass does",
   auto fixed =
       attribution::fix_citations_with_model(reader, three_topics(n), swapped, FixMethod::ask_model);
   CHECK(fixed.points == 3);
-  const auto parsed = rewards::parse_citations(fixed.answer, three_topics(n).sources, n);
+  const auto parsed = data::parse_citations(fixed.answer, three_topics(n).sources, n);
   CHECK(parsed.groups.size() == 3);
 }
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "rewards/citations.h"
+#include "data/citations.h"
 #include "rewards/metrics.h"
 
 using namespace citeforge;
@@ -44,8 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
     start = end + 1;
   }
 
-  rewards::ParsedCitations parsed =
-      rewards::parse_citations(answer, example.sources, example.citation_style);
+  data::ParsedCitations parsed =
+      data::parse_citations(answer, example.sources, example.citation_style);
   std::size_t previous_end = 0;
   for (const auto& group : parsed.groups) {
     require(group.begin < group.end && group.end <= answer.size());

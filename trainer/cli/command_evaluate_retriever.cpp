@@ -33,7 +33,7 @@
 #include "retrieval/ranking_metrics.h"
 #include "retrieval/retriever_evaluation.h"
 #include "retrieval/scenarios.h"
-#include "rewards/citations.h"
+#include "data/citations.h"
 #include "rewards/text_overlap.h"
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/cli_model.h"
@@ -98,8 +98,8 @@ double mean(const std::vector<double>& values) {
 
 // The answer's words without its citations, for comparing texts.
 std::string without_citations(const data::Example& example, const std::string& answer) {
-  return rewards::strip_citations(
-      answer, rewards::parse_citations(answer, example.sources, example.citation_style));
+  return data::strip_citations(
+      answer, data::parse_citations(answer, example.sources, example.citation_style));
 }
 
 // One scenario's answers: citation scores against the passages each answer had, and with a

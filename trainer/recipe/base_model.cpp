@@ -7,7 +7,7 @@
 #include "models/gguf_import.h"
 #include "models/model_init.h"
 #include "models/tokenizer_train.h"
-#include "rewards/citations.h"
+#include "data/citations.h"
 #include "trainer/run/progress.h"
 #include "trainer/sft/lm_data.h"
 #include "trainer/sft/lm_trainer.h"
@@ -23,11 +23,11 @@ std::vector<data::Example> reading_examples(const RunContext& run) {
   for (const auto& ex : run.pretrain_reading) {
     auto answer = ex.references.find(run.config.data.reference);
     if (answer == ex.references.end()) continue;
-    auto parsed = rewards::parse_citations(answer->second, ex.sources, ex.citation_style);
+    auto parsed = data::parse_citations(answer->second, ex.sources, ex.citation_style);
     reading.push_back(ex);
     reading.back().references["reading"] = run.config.data.reading_sources == ReadingSources::prose
-                                               ? rewards::citations_in_words(answer->second, parsed)
-                                               : rewards::strip_citations(answer->second, parsed);
+                                               ? data::citations_in_words(answer->second, parsed)
+                                               : data::strip_citations(answer->second, parsed);
   }
   return reading;
 }

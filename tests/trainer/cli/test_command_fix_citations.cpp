@@ -7,7 +7,7 @@
 #include "common/file_io.h"
 #include "data/answers.h"
 #include "data/synsciqa.h"
-#include "rewards/citations.h"
+#include "data/citations.h"
 #include "tests/cli_runner.h"
 #include "tests/test_paths.h"
 
@@ -60,12 +60,12 @@ TEST_CASE("fix-citations corrects real answers' citations and score reads them b
       const auto& original = e.references.at("gpt-35");
       const auto& corrected = fixed.at(e.id);
       changed += corrected != original;
-      const auto before = rewards::parse_citations(original, e.sources, e.citation_style);
-      const auto after = rewards::parse_citations(corrected, e.sources, e.citation_style);
+      const auto before = data::parse_citations(original, e.sources, e.citation_style);
+      const auto after = data::parse_citations(corrected, e.sources, e.citation_style);
       INFO(e.id << "\n" << original << "\n" << corrected);
       // Only citations change: the words are the same once citations are stripped.
-      CHECK(rewards::strip_citations(corrected, after) ==
-            rewards::strip_citations(original, before));
+      CHECK(data::strip_citations(corrected, after) ==
+            data::strip_citations(original, before));
       // The same factual points, each citing valid sources only, never more than it did.
       const auto points_before = attribution::factual_points(original, before);
       const auto points_after = attribution::factual_points(corrected, after);

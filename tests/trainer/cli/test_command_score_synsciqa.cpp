@@ -13,7 +13,7 @@
 
 #include "common/file_io.h"
 #include "data/synsciqa.h"
-#include "rewards/citations.h"
+#include "data/citations.h"
 #include "tests/test_paths.h"
 #include "trainer/cli/commands.h"
 
@@ -119,7 +119,7 @@ TEST_CASE("score: SynSciQA and GenSearch reference answers with golden labels",
         // Counted here once more from the parsed citations, so the metric has a second witness.
         int no_irrelevant = 0;
         for (const auto& e : examples) {
-          auto cited = rewards::parse_citations(e.references.at(c.reference), e.sources,
+          auto cited = data::parse_citations(e.references.at(c.reference), e.sources,
                                                 data::CitationStyle::named);
           bool irrelevant = false;
           for (const auto& s : e.sources)

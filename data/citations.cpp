@@ -1,13 +1,11 @@
-#include "rewards/citations.h"
+#include "data/citations.h"
 
 #include <algorithm>
 #include <cctype>
 #include <optional>
 #include <string_view>
 
-namespace citeforge::rewards {
-
-using data::Source;
+namespace citeforge::data {
 
 bool CitationGroup::well_formed() const {
   return !citations.empty() && std::all_of(citations.begin(), citations.end(),
@@ -419,8 +417,8 @@ ParsedCitations parse_numeric_citations(const std::string& answer, int n_sources
 }
 
 ParsedCitations parse_citations(const std::string& answer, const std::vector<Source>& sources,
-                                data::CitationStyle style) {
-  if (style == data::CitationStyle::named) return parse_named(answer, sources);
+                                CitationStyle style) {
+  if (style == CitationStyle::named) return parse_named(answer, sources);
   // Numeric answers cite Source::key; keys are 1..n in every importer, but map explicitly in
   // case an example skips one.
   int max_key = 0;
@@ -482,4 +480,4 @@ std::string citations_in_words(const std::string& answer, const ParsedCitations&
   return out + (one ? ", as document " : ", as documents ") + list + (one ? " says." : " say.");
 }
 
-}  // namespace citeforge::rewards
+}  // namespace citeforge::data

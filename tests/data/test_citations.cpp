@@ -1,12 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include "data/synsciqa.h"
-#include "rewards/citations.h"
+#include "data/citations.h"
 #include "tests/test_paths.h"
 
 using citeforge::data::CitationStyle;
 using citeforge::data::Source;
-using namespace citeforge::rewards;
+using namespace citeforge::data;
 
 namespace {
 

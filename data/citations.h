@@ -33,7 +33,7 @@
 
 #include "data/example.h"
 
-namespace citeforge::rewards {
+namespace citeforge::data {
 
 // One citation: the text that names it and the source keys it refers to (empty = invalid).
 struct Citation {
@@ -58,8 +58,8 @@ struct ParsedCitations {
 };
 
 // Parses `answer` in `style` against `sources` (their keys and names).
-ParsedCitations parse_citations(const std::string& answer, const std::vector<data::Source>& sources,
-                                data::CitationStyle style);
+ParsedCitations parse_citations(const std::string& answer, const std::vector<Source>& sources,
+                                CitationStyle style);
 
 // Numeric style only: keys 1..n_sources are valid. Exposed for tests and fuzzing.
 ParsedCitations parse_numeric_citations(const std::string& answer, int n_sources);
@@ -77,4 +77,4 @@ std::string citations_in_words(const std::string& answer, const ParsedCitations&
 // "The Cooley & Mitchell, 2007, p.112" -> "cooley and mitchell 2007 p 112".
 std::string normalize_source_name(const std::string& name);
 
-}  // namespace citeforge::rewards
+}  // namespace citeforge::data
