@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "trainer/eval/results.h"
+#include "trainer/run/run_dir.h"
 
 namespace citeforge::trainer {
 
@@ -37,12 +38,12 @@ struct Selection {
 std::optional<Selection> select_checkpoint(const std::vector<ResultRecord>& results,
                                            const std::string& setting,
                                            const SelectionOptions& options,
-                                           const std::string& file = "results.json");
+                                           const std::string& file = RunDir::kResults);
 
 // One selection per setting present in `results`, in stage order (base first).
 std::vector<Selection> select_checkpoints(const std::vector<ResultRecord>& results,
                                           const SelectionOptions& options,
-                                          const std::string& file = "results.json");
+                                          const std::string& file = RunDir::kResults);
 
 // RUN_DIR/selection.json
 

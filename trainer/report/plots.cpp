@@ -25,6 +25,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The images gnuplot was asked for: those it wrote, and a warning for each it did not.
+void collect_images(const std::vector<std::string>& images, PlotReport& report) {
+  for (const auto& image : images) {
+    if (fs::exists(image))
+      report.images.push_back(image);
+    else
+      report.warnings.push_back("plots: gnuplot did not write " + image);
+  }
+}
+
 // A gnuplot single-quoted string: only the quote itself needs escaping, by doubling it.
 std::string quoted(const std::string& text) {
   std::string out = "'";
@@ -197,12 +207,7 @@ PlotReport write_plots(const std::string& run_dir, const std::vector<ResultRecor
       continue;
     }
     fs::remove(log);
-    for (const auto& image : images) {
-      if (fs::exists(image))
-        report.images.push_back(image);
-      else
-        report.warnings.push_back("plots: gnuplot did not write " + image);
-    }
+    collect_images(images, report);
   }
   return report;
 }
@@ -313,12 +318,7 @@ PlotReport write_ppo_plots(const std::string& run_dir, const PlotOptions& option
     return report;
   }
   fs::remove(log);
-  for (const auto& image : images) {
-    if (fs::exists(image))
-      report.images.push_back(image);
-    else
-      report.warnings.push_back("plots: gnuplot did not write " + image);
-  }
+  collect_images(images, report);
   return report;
 }
 

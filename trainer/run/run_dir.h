@@ -19,7 +19,8 @@ struct RunDir {
 
   std::string config() const { return path("config.resolved.yaml"); }
   std::string metrics() const { return path("metrics.jsonl"); }
-  std::string results() const { return path("results.json"); }
+  std::string results() const { return path(kResults); }
+  static constexpr const char* kResults = "results.json";
   std::string selection() const { return path("selection.json"); }
   std::string checkpoints() const { return path("checkpoints"); }
   // checkpoints/<name>, e.g. "sft-2"; relative() gives it as results.json names it.
