@@ -6,6 +6,7 @@
 #include "models/checkpoint_io.h"
 #include "models/gguf_import.h"
 #include "models/peft_adapter.h"
+#include "trainer/run/policy.h"
 #include "trainer/run/run_checkpoint.h"
 #include "trainer/run/run_dir.h"
 
@@ -41,11 +42,9 @@ CliModel load_cli_model(const CliArgs& cli, const std::string& command,
   std::string model_dir = cli.require("model");
   if (models::is_gguf_path(model_dir)) model_dir = models::gguf_model_dir(model_dir, log);
   const Dtype dtype = parse_choice<Dtype>(cli.require("dtype"), command + ": --dtype");
-  models::LoadOptions load;
-  load.dtype = dtype == Dtype::bfloat16 ? torch::kBFloat16 : torch::kFloat32;
-  load.nf4 = base_quantization(cli, command, log) == Quantization::nf4;
+  const Quantization quantization = base_quantization(cli, command, log);
   CliModel out;
-  out.model = models::load_model(model_dir, load);
+  out.model = load_base(model_dir, dtype, quantization);
   if (auto adapter = cli.get("adapter"))
     models::load_peft_adapter(out.model, verified_adapter_dir(*adapter));
   out.model->eval();

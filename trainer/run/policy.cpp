@@ -6,12 +6,19 @@
 
 namespace citeforge::trainer {
 
-void load_policy(RunContext& run) {
+models::LlamaForCausalLM load_base(const std::string& dir, Dtype dtype, Quantization quantization,
+                                   torch::Device device) {
   models::LoadOptions load;
-  load.dtype = run.dtype;
-  load.device = run.device;
-  load.nf4 = run.config.model.quantization == Quantization::nf4;
-  run.model = models::load_model(run.base_model_dir, load);
+  load.dtype = dtype == Dtype::bfloat16 ? torch::kBFloat16 : torch::kFloat32;
+  load.device = device;
+  load.nf4 = quantization == Quantization::nf4;
+  return models::load_model(dir, load);
+}
+
+void load_policy(RunContext& run) {
+  const auto& m = run.config.model;
+  run.model = load_base(run.base_model_dir, m.dtype, m.quantization, run.device);
+  const bool nf4 = m.quantization == Quantization::nf4;
   torch::manual_seed(run.config.seed);
   run.lora.spec = {run.config.lora.r, run.config.lora.alpha, run.config.lora.dropout};
   run.lora.target_modules = run.config.lora.target_modules;
@@ -21,7 +28,7 @@ void load_policy(RunContext& run) {
     total += p.numel();
     if (p.requires_grad()) trainable += p.numel();
   }
-  say(std::string("policy: ") + (load.nf4 ? "NF4" : "dense") + " base, " +
+  say(std::string("policy: ") + (nf4 ? "NF4" : "dense") + " base, " +
       std::to_string(adapted.size()) + " LoRA-adapted layers (r " +
       std::to_string(run.lora.spec.r) + "), " + std::to_string(trainable) + " trainable of " +
       std::to_string(total) + " parameters");

@@ -6,7 +6,13 @@
 
 namespace citeforge::trainer {
 
-// Sets run.model and run.lora from run.base_model_dir and the config, and says what it built.
+// The frozen base of a policy, for runs and commands alike: the HF directory `dir` in `dtype`
+// on `device`, its decoder blocks' projections quantised to NF4 when asked (QLoRA).
+models::LlamaForCausalLM load_base(const std::string& dir, Dtype dtype, Quantization quantization,
+                                   torch::Device device = torch::kCPU);
+
+// Sets run.model (load_base with fresh adapters) and run.lora from run.base_model_dir and the
+// config, and says what it built.
 void load_policy(RunContext& run);
 
 }  // namespace citeforge::trainer
