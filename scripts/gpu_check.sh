@@ -8,6 +8,7 @@
 #                                       /root/citeforge-build-gpu, which survives between calls
 #                                       while the machine is held); about 3 minutes with 16 jobs
 #   scripts/gpu_check.sh                the checks (building first only when nothing is built):
+#     std-bindings      the binary's std:: calls bind to libstdc++, not LibTorch's private copies
 #     cuda-tests        the [cuda] unit tests: NF4 kernel vs the reference, GPU checkpointing
 #     generate          stories260K decoded on the GPU in bf16
 #     train-eval-train  a run that trains again after evaluations: 2 SFT epochs, PPO evaluated
@@ -76,10 +77,22 @@ check() {
     results+=("[gpu-check] $name: PASS in $((SECONDS - started)) s")
   else
     results+=("[gpu-check] $name: FAIL (exit $status after $((SECONDS - started)) s; $logs/$name.log)")
+    # Killed by a signal (128 + n; 124 and 137 are the time limit): the same command again
+    # under the debugger, whose backtrace and raw stack (a jump to address 0 leaves gdb no frame
+    # to unwind, but the stack still holds the caller's return address) go to NAME.gdb.log.
+    local debugger
+    debugger="$(command -v gdb || command -v cuda-gdb)"
+    if [ $status -gt 128 ] && [ $status -ne 137 ] && [ -n "$debugger" ]; then
+      (cd "$repo" && timeout "$limit" "$debugger" -q -batch -ex 'set pagination off' -ex run \
+        -ex 'p $_siginfo._sifields._sigfault.si_addr' -ex bt -ex 'x/64a $sp' \
+        -ex 'info registers' -ex 'thread apply all bt 12' --args "$@") >"$logs/$name.gdb.log" 2>&1
+      grep -A 12 "received signal" "$logs/$name.gdb.log" | head -n 30
+    fi
   fi
 }
 runs="$(mktemp -d)"
 tiny=tests/fixtures/configs/tiny.yaml
+check std-bindings 30 scripts/check_std_bindings.sh "$build/citeforge"
 check cuda-tests 90 "$build/citeforge_tests" "[cuda]~[pipeline]"
 check generate 30 "$build/citeforge" generate --model tests/fixtures/models/stories260K \
   --device cuda --greedy --prompt "Once upon a time" --max-new-tokens 64
