@@ -6,9 +6,13 @@
 
 namespace citeforge {
 
+bool fault_spec_matches(const char* spec, const std::string& point, int64_t count) {
+  return spec && point + ":" + std::to_string(count) == spec;
+}
+
 void maybe_kill_at(const std::string& point, int64_t count) {
   static const char* spec = std::getenv("CITEFORGE_KILL_AT");
-  if (!spec || point + ":" + std::to_string(count) != spec) return;
+  if (!fault_spec_matches(spec, point, count)) return;
   std::fprintf(stderr, "[fault] CITEFORGE_KILL_AT=%s: sending SIGKILL\n", spec);
   std::fflush(stderr);
   std::raise(SIGKILL);
@@ -16,7 +20,7 @@ void maybe_kill_at(const std::string& point, int64_t count) {
 
 bool nan_injected_at(const std::string& point, int64_t count) {
   static const char* spec = std::getenv("CITEFORGE_NAN_AT");
-  return spec && point + ":" + std::to_string(count) == spec;
+  return fault_spec_matches(spec, point, count);
 }
 
 }  // namespace citeforge

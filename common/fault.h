@@ -8,6 +8,10 @@
 
 namespace citeforge {
 
+// True when `spec` (an environment variable's value, or null when unset) is "<point>:<count>":
+// how every injected fault names where it strikes.
+bool fault_spec_matches(const char* spec, const std::string& point, int64_t count);
+
 // Kills the process when CITEFORGE_KILL_AT equals "<point>:<count>".
 void maybe_kill_at(const std::string& point, int64_t count);
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/error.h"
+#include "common/join.h"
 
 namespace citeforge::trainer {
 namespace {
@@ -26,9 +27,7 @@ std::string usage_line(const CliCommand& command) {
 }  // namespace
 
 std::string one_of(const std::vector<std::string>& choices) {
-  std::string text;
-  for (const auto& c : choices) text += (text.empty() ? "" : "|") + c;
-  return text;
+  return join(choices, "|");
 }
 
 std::string cli_help(const CliCommand& command) {

@@ -4,17 +4,15 @@
 // from trusted reference answers (--calibrate, attribution/judge_calibration.h): on the pairs of
 // every other example, and reported on the rest, so the judge's own accuracy is known. Next to
 // the answers' score stands its chance level: the same sentences citing as many sources drawn
-// at random from their question's.
+// at random from their question's. The experiment is attribution/attributability_experiment.h;
+// this file reads the options, prints and writes.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <random>
-#include <set>
+#include <optional>
 
-#include "attribution/attributability.h"
-#include "attribution/judge_calibration.h"
+#include "attribution/attributability_experiment.h"
 #include "attribution/yes_no_judge.h"
 #include "common/error.h"
 #include "common/file_io.h"
@@ -54,57 +52,49 @@ const CliCommand& judge_attributability_cli() {
 
 namespace {
 
+nlohmann::ordered_json quality_json(const attribution::ThresholdQuality& q) {
+  return {{"supported_pairs", q.supported},
+          {"unsupported_pairs", q.unsupported},
+          {"balanced_accuracy", q.balanced_accuracy},
+          {"accuracy", q.accuracy},
+          {"auc", q.auc}};
+}
+
+// A Progress bar for one of the experiment's loops, started at its first report.
+attribution::ProgressFn progress_bar(std::optional<Progress>& bar, const std::string& label,
+                                     const std::string& unit) {
+  return [&bar, label, unit](std::size_t done, std::size_t total) {
+    if (!bar) bar.emplace(label, int64_t(total));
+    bar->update(int64_t(done), unit);
+  };
+}
+
 // The judge's threshold from labelled pairs: chosen on the pairs of the even-numbered examples,
 // measured on the odd-numbered ones.
 nlohmann::ordered_json calibrate(attribution::YesNoJudge& judge, const std::string& path,
                                  const std::string& reference, uint64_t seed, double* threshold) {
   const auto examples = data::read_examples_jsonl(path);
-  const auto pairs = attribution::support_pairs(examples, reference, seed);
-  if (pairs.empty())
-    fail_at(path, "",
-            "no cited sentence in any reference answer '" + reference + "' to calibrate on");
-  std::map<std::string, std::size_t> position;
-  for (std::size_t i = 0; i < examples.size(); ++i) position[examples[i].id] = i;
-  const auto support = attribution::yes_no_support_judge(judge);
-  std::vector<double> fit_scores, check_scores;
-  std::vector<bool> fit_labels, check_labels;
-  int unread = 0;
-  Progress progress("calibrate the judge", int64_t(pairs.size()));
-  for (std::size_t i = 0; i < pairs.size(); ++i) {
-    const auto score = support(pairs[i].sentence, pairs[i].cited);
-    progress.update(int64_t(i + 1), "pairs");
-    if (!score) {
-      ++unread;
-      continue;
-    }
-    const bool fit = position[pairs[i].example_id] % 2 == 0;
-    (fit ? fit_scores : check_scores).push_back(*score);
-    (fit ? fit_labels : check_labels).push_back(pairs[i].supported);
-  }
-  progress.finish(std::to_string(pairs.size()) + " pairs");
-  const auto chosen = attribution::choose_threshold(fit_scores, fit_labels);
-  const auto held_out =
-      attribution::threshold_quality(check_scores, check_labels, chosen.threshold);
+  std::optional<Progress> bar;
+  const auto calibration = attribution::calibrate_judge(
+      attribution::yes_no_support_judge(judge), examples, path, reference, seed,
+      progress_bar(bar, "calibrate the judge", "pairs"));
+  if (bar) bar->finish(std::to_string(calibration.pairs) + " pairs");
+  const auto& chosen = calibration.chosen;
+  const auto& held_out = calibration.held_out;
   *threshold = chosen.threshold;
-  auto quality = [](const attribution::ThresholdQuality& q) {
-    return nlohmann::ordered_json{{"supported_pairs", q.supported},
-                                  {"unsupported_pairs", q.unsupported},
-                                  {"balanced_accuracy", q.balanced_accuracy},
-                                  {"accuracy", q.accuracy},
-                                  {"auc", q.auc}};
-  };
   std::printf(
       "judge calibrated on %s (%s's citations): threshold %.3f; balanced accuracy %.3f on the "
       "%zu pairs it was chosen on, %.3f on %zu held-out pairs (AUC %.3f; chance 0.5)\n",
       path.c_str(), reference.c_str(), chosen.threshold, chosen.balanced_accuracy,
-      fit_scores.size(), held_out.balanced_accuracy, check_scores.size(), held_out.auc);
+      chosen.supported + chosen.unsupported, held_out.balanced_accuracy,
+      held_out.supported + held_out.unsupported, held_out.auc);
   return {{"data", path},
           {"reference", reference},
           {"seed", seed},
           {"threshold", chosen.threshold},
-          {"unread_pairs", unread},
-          {"chosen_on", quality(chosen)},
-          {"held_out", quality(held_out)}};
+          {"unread_pairs", calibration.unread},
+          {"chosen_on", quality_json(chosen)},
+          {"held_out", quality_json(held_out)}};
 }
 
 }  // namespace
@@ -142,58 +132,46 @@ int command_judge_attributability(const Args& args) {
                                        cli.require("calibrate-reference"), seed, &threshold);
   summary["threshold"] = threshold;
 
-  const auto support = attribution::yes_no_support_judge(judge);
-  std::mt19937_64 rng(seed);
   const std::size_t limit = std::min<std::size_t>(
       examples.size(),
       std::size_t(cli.has("limit") ? cli.integer("limit") : long(examples.size())));
-  std::vector<double> scores, chance;
-  int sentences = 0, entailed = 0, unformatted = 0, unread = 0, without_citation = 0;
+  std::optional<Progress> bar;
+  const auto judged = attribution::judge_answers(
+      examples, answers, attribution::yes_no_support_judge(judge), threshold, seed, limit,
+      progress_bar(bar, "judge attributability", "answers"));
+  if (bar) bar->finish(std::to_string(limit) + " answers");
   std::string per_answer;
-  Progress progress("judge attributability", int64_t(limit));
-  for (std::size_t i = 0; i < limit; ++i) {
-    const auto& e = examples[i];
-    const auto judged =
-        attribution::attributability_with_chance(e, answers[i], support, threshold, rng);
-    const auto& a = judged.judged;
-    nlohmann::ordered_json line{{"id", e.id}};
+  for (const auto& answer : judged.answers) {
+    nlohmann::ordered_json line{{"id", answer.id}};
+    const auto& a = answer.judged;
     if (a.score) {
-      scores.push_back(*a.score);
-      chance.push_back(*judged.chance);
-      sentences += a.sentences;
-      entailed += a.entailed;
-      unformatted += a.unformatted;
-      unread += a.unread;
       line["attributability"] = *a.score;
-      line["chance"] = *judged.chance;
+      line["chance"] = *answer.chance;
       line["sentences"] = a.sentences;
       line["entailed"] = a.entailed;
       line["unformatted"] = a.unformatted;
       line["unread"] = a.unread;
     } else {
-      ++without_citation;
       line["attributability"] = nullptr;
     }
     per_answer += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    progress.update(int64_t(i + 1), "answers");
   }
-  progress.finish(std::to_string(limit) + " answers");
   summary["answers"] = limit;
-  summary["answers_without_citation"] = without_citation;
-  const auto score_aggregate = rewards::aggregate(scores),
-             chance_aggregate = rewards::aggregate(chance);
+  summary["answers_without_citation"] = judged.without_citation;
+  const auto score_aggregate = rewards::aggregate(judged.scores),
+             chance_aggregate = rewards::aggregate(judged.chance);
   summary["attributability"] = aggregate_json(score_aggregate);
   summary["chance_attributability"] = aggregate_json(chance_aggregate);
-  summary["sentences"] = sentences;
-  summary["entailed"] = entailed;
-  summary["unformatted"] = unformatted;
-  summary["unread"] = unread;
+  summary["sentences"] = judged.sentences;
+  summary["entailed"] = judged.entailed;
+  summary["unformatted"] = judged.unformatted;
+  summary["unread"] = judged.unread;
   std::printf(
       "attributability %.3f (chance %.3f) over %zu answers with a citation (%d without one); "
       "%d of %d sentences entailed, %d without a well-formed citation, %d too long to judge; "
       "threshold %.3f\n",
-      score_aggregate.mean, chance_aggregate.mean, scores.size(), without_citation, entailed,
-      sentences, unformatted, unread, threshold);
+      score_aggregate.mean, chance_aggregate.mean, judged.scores.size(), judged.without_citation,
+      judged.entailed, judged.sentences, judged.unformatted, judged.unread, threshold);
   if (auto out = cli.get("out")) {
     std::filesystem::create_directories(*out);
     write_file_atomically((std::filesystem::path(*out) / "attributability.jsonl").string(),

@@ -13,6 +13,7 @@
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/commands.h"
 #include "trainer/report/run_tables.h"
+#include "trainer/run/run_dir.h"
 
 namespace citeforge::trainer {
 namespace fs = std::filesystem;
@@ -45,7 +46,7 @@ int command_tables(const Args& raw) {
   for (const auto& dir : args.positional) {
     if (!fs::is_directory(dir)) fail_at(dir, "", "run directory does not exist");
     if (out) {
-      const std::string name = run_name(dir);
+      const std::string name = RunDir{dir}.name();
       if (std::find(names.begin(), names.end(), name) != names.end())
         fail_at(dir, "",
                 "another run directory given is also named '" + name +

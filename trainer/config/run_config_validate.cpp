@@ -9,6 +9,7 @@
 #include "attribution/citefix.h"
 #include "common/error.h"
 #include "common/file_io.h"
+#include "common/join.h"
 #include "models/gguf_import.h"
 #include "models/tokenizer.h"
 
@@ -102,12 +103,9 @@ void validate_model(RunConfig& c, FileChecks files) {
             "file not found: '" + c.model.tokenizer + "'");
   require(c.model.tokenizer_vocab >= 0, f, "model.tokenizer_vocab", "must be >= 0");
   {
-    std::string known;
-    for (const auto& name : models::chat_template_names())
-      known += (known.empty() ? "" : ", ") + name;
     const auto names = models::chat_template_names();
     require(std::find(names.begin(), names.end(), c.model.chat_format) != names.end(), f,
-            "model.chat_format", "must be one of " + known);
+            "model.chat_format", "must be one of " + join(names, ", "));
   }
 }
 

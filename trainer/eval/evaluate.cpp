@@ -89,7 +89,7 @@ GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptF
         append_partial_answer(partial_path, order[i], examples[order[i]].id, out.answers[order[i]]);
     }
     progress.update(int64_t(end), "answers");
-    maybe_kill_at("eval", int64_t(begin / std::size_t(batch_size)) + 1);
+    maybe_kill_at("eval", int64_t(batch_index));
   }
   progress.finish(std::to_string(order.size()) + " answers");
   if (was_training) model->train();

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "common/join.h"
 
 namespace citeforge::trainer {
 
@@ -14,16 +15,15 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out.empty() ? "none" : out;
+// "a, b" or "none".
+std::string listed(const std::vector<std::string>& items) {
+  return items.empty() ? "none" : join(items, ", ");
 }
 
 std::string metric_names(const ResultRecord& record) {
   std::vector<std::string> names;
   for (const auto& [name, a] : record.metrics) names.push_back(name);
-  return join(names);
+  return listed(names);
 }
 
 }  // namespace
@@ -66,7 +66,7 @@ std::optional<Selection> select_checkpoint(const std::vector<ResultRecord>& resu
             evaluated ? "every evaluation on validation test set '" + options.validation +
                             "' is empty, so no checkpoint can be selected"
                       : "no evaluation on validation test set '" + options.validation +
-                            "' (evaluated on: " + join(test_sets) + ")");
+                            "' (evaluated on: " + listed(test_sets) + ")");
   }
   Selection s;
   s.setting = setting;

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "common/join.h"
 #include "trainer/run/run_dir.h"
 
 namespace citeforge::trainer {
@@ -40,23 +41,19 @@ std::vector<ResultRecord> run_results(const RunDir& run) {
 
 }  // namespace
 
-std::string run_name(const std::string& run_dir) {
-  return RunDir{run_dir}.name();
-}
-
 TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
   TabledRun out;
-  const std::string dest = options.out_dir.value_or(run_dir);
-  fs::create_directories(dest);
-  std::vector<ResultRecord> results = run_results(RunDir{run_dir});
-  std::string results_file = RunDir{dest}.results();
+  const RunDir run{run_dir}, dest{options.out_dir.value_or(run_dir)};
+  fs::create_directories(dest.root);
+  std::vector<ResultRecord> results = run_results(run);
+  const std::string results_file = dest.results();
   write_results(results_file, results);
   out.files.push_back(results_file);
 
   // Re-tabling keeps the run's own choice of metric and validation set unless told otherwise.
-  const std::string own_selection = RunDir{run_dir}.selection();
-  std::string selection_file = RunDir{dest}.selection();
-  const ConfiguredRun configured = read_run_config(RunDir{run_dir});
+  const std::string own_selection = run.selection();
+  const std::string selection_file = dest.selection();
+  const ConfiguredRun configured = read_run_config(run);
   SelectionOptions selection;
   if (fs::exists(own_selection)) {
     if (!options.metric || !options.validation) read_selection(own_selection, &selection);
@@ -68,14 +65,12 @@ TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
   if (options.validation) selection.validation = *options.validation;
   auto test_sets = test_sets_of(results);
   if (std::find(test_sets.begin(), test_sets.end(), selection.validation) == test_sets.end()) {
-    std::string known;
-    for (const auto& t : test_sets) known += (known.empty() ? "" : ", ") + t;
     fail_at(run_dir, "validation test set",
-            "'" + selection.validation + "' was not evaluated (evaluated: " + known +
-                "); choose one of those to select checkpoints on");
+            "'" + selection.validation + "' was not evaluated (evaluated: " +
+                join(test_sets, ", ") + "); choose one of those to select checkpoints on");
   }
   out.selection = selection;
-  out.summary.name = run_name(run_dir);
+  out.summary.name = run.name();
   out.summary.results = results;
   out.summary.selections = select_checkpoints(results, selection, results_file);
   write_selection(selection_file, selection, out.summary.selections);
@@ -98,14 +93,14 @@ TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
                     m) == out.summary.correlation_metrics.end())
         out.summary.correlation_metrics.push_back(m);
 
-  for (auto& file : write_tables(dest, out.summary)) out.files.push_back(std::move(file));
+  for (auto& file : write_tables(dest.root, out.summary)) out.files.push_back(std::move(file));
   if (options.plots) {
-    out.plots = write_plots(dest, results, options.plot);
+    out.plots = write_plots(dest.root, results, options.plot);
     // Said once: the epoch plots already warned when gnuplot is missing.
     const bool gnuplot_missing =
         std::any_of(out.plots.warnings.begin(), out.plots.warnings.end(),
                     [](const std::string& w) { return w.find("cannot run") != std::string::npos; });
-    auto ppo = write_ppo_plots(run_dir, options.plot, dest);
+    auto ppo = write_ppo_plots(run_dir, options.plot, dest.root);
     for (auto& image : ppo.images) out.plots.images.push_back(std::move(image));
     for (auto& script : ppo.scripts) out.plots.scripts.push_back(std::move(script));
     for (auto& warning : ppo.warnings)

@@ -42,7 +42,4 @@ struct TabledRun {
 
 TabledRun table_run(const std::string& run_dir, const TablesOptions& options = {});
 
-// The name a run goes by in combined tables: its directory's name.
-std::string run_name(const std::string& run_dir);
-
 }  // namespace citeforge::trainer

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "common/join.h"
 #include "trainer/run/run_dir.h"
 
 namespace citeforge::trainer {
@@ -130,8 +131,7 @@ TestSetRoles default_roles(const std::vector<ResultRecord>& results,
 void check_roles(const TestSetRoles& roles, const std::vector<ResultRecord>& results,
                  const std::string& file) {
   auto sets = test_sets_of(results);
-  std::string known;
-  for (const auto& t : sets) known += (known.empty() ? "" : ", ") + t;
+  const std::string known = join(sets, ", ");
   auto check = [&](const std::string& name, const std::string& role) {
     if (std::find(sets.begin(), sets.end(), name) == sets.end())
       fail_at(file, role, "test set '" + name + "' was not evaluated (evaluated: " + known + ")");

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "common/fault.h"
 
 namespace citeforge::trainer {
 namespace {
@@ -52,7 +53,7 @@ void throw_out_of_memory(const std::string& what, const c10::OutOfMemoryError& e
 
 void maybe_out_of_memory_at(const std::string& point, int64_t count) {
   static const char* spec = std::getenv("CITEFORGE_OOM_AT");
-  if (!spec || point + ":" + std::to_string(count) != spec) return;
+  if (!fault_spec_matches(spec, point, count)) return;
   // What PyTorch 2.11's CUDA caching allocator raises, stack trace included.
   throw c10::OutOfMemoryError(
       {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},

@@ -59,10 +59,10 @@ std::vector<std::string> config_differences(const std::string& before, const std
   return keys;
 }
 
-// The run directory holds the resolved config; a rerun with another config would mix two
-// experiments in one directory, so that is an error rather than a silent overwrite.
 }  // namespace
 
+// The run directory holds the resolved config; a rerun with another config would mix two
+// experiments in one directory, so that is an error rather than a silent overwrite.
 void prepare_run_dir(const RunConfig& config, const RunDir& run) {
   const std::string resolved = run_config_to_yaml(config);
   const std::string path = run.config();
