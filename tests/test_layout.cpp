@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/file_io.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 namespace fs = std::filesystem;

@@ -7,11 +7,11 @@
 
 #include "attribution/model_scores.h"
 #include "common/error.h"
+#include "data/citations.h"
 #include "models/checkpoint_io.h"
 #include "models/gguf_import.h"
 #include "models/linear.h"
-#include "data/citations.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 using attribution::FixMethod;

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "data/synsciqa.h"
 #include "data/citations.h"
-#include "tests/test_paths.h"
+#include "data/synsciqa.h"
+#include "tests/support/test_paths.h"
 
 using citeforge::data::CitationStyle;
 using citeforge::data::Source;

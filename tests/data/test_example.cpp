@@ -4,7 +4,7 @@
 #include "common/error.h"
 #include "common/file_io.h"
 #include "data/example.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge::data;
 using citeforge::testing::temp_dir;

@@ -4,7 +4,7 @@
 #include "data/prompt_template.h"
 #include "data/synsciqa.h"
 #include "data/synth.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge::data;
 

@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "data/rage_import.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge::data;
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "data/synsciqa.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge::data;
 using citeforge::testing::dataset_path;

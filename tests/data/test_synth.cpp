@@ -10,7 +10,7 @@
 #include "data/random.h"
 #include "data/synth.h"
 #include "data/synth_vocab.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge::data;
 namespace fs = std::filesystem;

@@ -5,7 +5,7 @@
 #include "common/yaml_fields.h"
 #include "data/synth.h"
 #include "data/synth_vocab.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge::data;
 using citeforge::parse_yaml_text;

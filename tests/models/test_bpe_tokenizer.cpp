@@ -6,7 +6,7 @@
 #include "models/bpe_tokenizer.h"
 #include "models/tokenizer.h"
 #include "tests/models/byte_level_tokens.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 using Catch::Matchers::Contains;

@@ -11,7 +11,7 @@
 #include "models/tokenizer.h"
 #include "tests/models/byte_level_tokens.h"
 #include "tests/models/gguf_builder.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 using Catch::Matchers::Contains;

@@ -6,7 +6,7 @@
 #include "models/checkpoint_io.h"
 #include "models/grad_checkpoint.h"
 #include "models/lora.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 

@@ -3,7 +3,7 @@
 
 #include "common/error.h"
 #include "models/hf_config.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 using Catch::Matchers::Contains;

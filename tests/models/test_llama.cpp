@@ -4,7 +4,7 @@
 #include "models/checkpoint_io.h"
 #include "models/generate.h"
 #include "models/tokenizer.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 

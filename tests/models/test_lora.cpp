@@ -6,7 +6,7 @@
 #include "models/checkpoint_io.h"
 #include "models/lora.h"
 #include "models/safetensors.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 using Catch::Matchers::Contains;

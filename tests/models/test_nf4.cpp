@@ -9,7 +9,7 @@
 #include "models/nf4.h"
 #include "models/nf4_decode.h"
 #include "models/safetensors.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 using Catch::Matchers::Contains;

@@ -11,7 +11,7 @@
 #include "models/checkpoint_io.h"
 #include "models/peft_adapter.h"
 #include "models/safetensors.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 using Catch::Matchers::Contains;

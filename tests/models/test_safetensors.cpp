@@ -7,7 +7,7 @@
 #include "common/file_io.h"
 #include "models/checkpoint_io.h"
 #include "models/safetensors.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 using Catch::Matchers::Contains;

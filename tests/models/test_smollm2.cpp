@@ -13,7 +13,7 @@
 #include "models/gguf_import.h"
 #include "models/safetensors.h"
 #include "models/tokenizer.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 using nlohmann::json;

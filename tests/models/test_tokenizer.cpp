@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "common/file_io.h"
 #include "models/tokenizer.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 using Catch::Matchers::Contains;

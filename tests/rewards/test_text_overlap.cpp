@@ -7,7 +7,7 @@
 
 #include "common/file_io.h"
 #include "rewards/text_overlap.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 using nlohmann::json;

@@ -5,7 +5,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 #include "trainer/cli/cli_model.h"
 #include "trainer/config/run_config.h"
 

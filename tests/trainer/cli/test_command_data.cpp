@@ -9,7 +9,7 @@
 #include "common/file_io.h"
 #include "data/example.h"
 #include "data/example_stats.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 #include "trainer/cli/commands.h"
 
 using namespace citeforge;

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "tests/cli_runner.h"
-#include "tests/test_paths.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/test_paths.h"
 
 using citeforge::testing::run_citeforge;
 namespace fs = std::filesystem;

@@ -6,10 +6,10 @@
 #include "attribution/citefix.h"
 #include "common/file_io.h"
 #include "data/answers.h"
-#include "data/synsciqa.h"
 #include "data/citations.h"
-#include "tests/cli_runner.h"
-#include "tests/test_paths.h"
+#include "data/synsciqa.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 using Catch::Matchers::Contains;
@@ -64,8 +64,7 @@ TEST_CASE("fix-citations corrects real answers' citations and score reads them b
       const auto after = data::parse_citations(corrected, e.sources, e.citation_style);
       INFO(e.id << "\n" << original << "\n" << corrected);
       // Only citations change: the words are the same once citations are stripped.
-      CHECK(data::strip_citations(corrected, after) ==
-            data::strip_citations(original, before));
+      CHECK(data::strip_citations(corrected, after) == data::strip_citations(original, before));
       // The same factual points, each citing valid sources only, never more than it did.
       const auto points_before = attribution::factual_points(original, before);
       const auto points_after = attribution::factual_points(corrected, after);

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include "common/file_io.h"
 #include "data/answers.h"
 #include "data/example.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 #include "trainer/cli/commands.h"
 #include "trainer/eval/eval_archive.h"
 

@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
-#include "data/synsciqa.h"
 #include "data/citations.h"
-#include "tests/test_paths.h"
+#include "data/synsciqa.h"
+#include "tests/support/test_paths.h"
 #include "trainer/cli/commands.h"
 
 using namespace citeforge;
@@ -120,7 +120,7 @@ TEST_CASE("score: SynSciQA and GenSearch reference answers with golden labels",
         int no_irrelevant = 0;
         for (const auto& e : examples) {
           auto cited = data::parse_citations(e.references.at(c.reference), e.sources,
-                                                data::CitationStyle::named);
+                                             data::CitationStyle::named);
           bool irrelevant = false;
           for (const auto& s : e.sources)
             irrelevant =

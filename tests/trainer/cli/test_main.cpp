@@ -3,7 +3,7 @@
 // --version says what was built.
 #include <catch2/catch.hpp>
 
-#include "tests/cli_runner.h"
+#include "tests/support/cli_runner.h"
 #include "trainer/cli/commands.h"
 
 using citeforge::testing::run_citeforge;

@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "tests/support/minimal_config.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 #include "trainer/config/run_config.h"
 
 using namespace citeforge;

@@ -10,8 +10,8 @@
 
 #include "common/file_io.h"
 #include "models/safetensors.h"
-#include "tests/cli_runner.h"
-#include "tests/test_paths.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/test_paths.h"
 #include "trainer/run/train_checkpoint.h"
 
 using namespace citeforge;

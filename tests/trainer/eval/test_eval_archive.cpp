@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 #include "trainer/eval/eval_archive.h"
 #include "trainer/run/run_dir.h"
 

@@ -3,7 +3,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 #include "trainer/eval/partial_answers.h"
 
 using namespace citeforge;

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/error.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 #include "trainer/eval/results.h"
 #include "trainer/eval/selection.h"
 #include "trainer/run/run_dir.h"

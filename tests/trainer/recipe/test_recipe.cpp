@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common/file_io.h"
-#include "tests/cli_runner.h"
-#include "tests/test_paths.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/test_paths.h"
 #include "trainer/run/train_checkpoint.h"
 
 using namespace citeforge;

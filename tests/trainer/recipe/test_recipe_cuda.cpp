@@ -7,8 +7,8 @@
 
 #include "common/file_io.h"
 #include "models/safetensors.h"
-#include "tests/cli_runner.h"
-#include "tests/test_paths.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/test_paths.h"
 
 using namespace citeforge;
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 #include "trainer/report/plots.h"
 #include "trainer/report/tables.h"
 

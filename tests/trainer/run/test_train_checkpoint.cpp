@@ -3,7 +3,7 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 #include "trainer/run/train_checkpoint.h"
 
 using namespace citeforge;

@@ -2,7 +2,7 @@
 #include <set>
 
 #include "data/prompt_template.h"
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 #include "trainer/sft/lm_data.h"
 #include "trainer/sft/lm_trainer.h"
 

@@ -8,8 +8,8 @@
 #include "data/random.h"
 #include "models/lora.h"
 #include "models/model_init.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/tiny_llama.h"
-#include "tests/test_paths.h"
 #include "trainer/sft/lm_trainer.h"
 
 using namespace citeforge;

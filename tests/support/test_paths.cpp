@@ -1,4 +1,4 @@
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 #include <unistd.h>
 

@@ -1,11 +1,11 @@
-#include "tests/cli_runner.h"
+#include "tests/support/cli_runner.h"
 
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 
-#include "tests/test_paths.h"
+#include "tests/support/test_paths.h"
 
 namespace citeforge::testing {
 
