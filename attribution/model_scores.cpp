@@ -78,9 +78,9 @@ std::optional<std::vector<std::vector<double>>> read_forward_pass(
       models::encode_chat_prompt(tok, reader.chat, data::render_prompt(reader.prompt, example)));
   const TokenText reply = token_text(tok, models::encode_chat_answer(tok, reader.chat, answer));
   const int64_t P = int64_t(prompt.ids.size()), A = int64_t(reply.ids.size());
-  if (P + A > reader.model->config.max_positions) {
+  if (P + A > reader.model->config.context_length()) {
     *why = "prompt and answer take " + std::to_string(P + A) + " tokens, more than the model's " +
-           std::to_string(reader.model->config.max_positions) + " positions";
+           std::to_string(reader.model->config.context_length()) + " positions";
     return std::nullopt;
   }
   // SentencePiece may put a space before the answer's first word.
@@ -190,9 +190,9 @@ std::optional<std::vector<std::vector<double>>> ask_model(ModelReader& reader,
     const auto prompt =
         models::encode_chat_prompt(tok, reader.chat, data::render_prompt(reader.ask, question));
     const int64_t P = int64_t(prompt.size());
-    if (P + int64_t(longest) > config.max_positions) {
+    if (P + int64_t(longest) > config.context_length()) {
       *why = "the question for a point takes " + std::to_string(P) +
-             " tokens, more than the model's " + std::to_string(config.max_positions) +
+             " tokens, more than the model's " + std::to_string(config.context_length()) +
              " positions allow";
       return std::nullopt;
     }

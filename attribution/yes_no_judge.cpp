@@ -26,7 +26,7 @@ std::optional<double> yes_no_log_odds(
   if (replies[0] == replies[1])
     throw Error("the judge's replies 'Yes' and 'No' begin with the same token in this tokenizer");
   const std::size_t longest = 1;
-  if (int64_t(prompt.size() + longest) > judge.model->config.max_positions) return std::nullopt;
+  if (int64_t(prompt.size() + longest) > judge.model->config.context_length()) return std::nullopt;
   const bool was_training = judge.model->is_training();
   judge.model->eval();
   const auto log_probs = continuation_log_probs(judge.model, prompt, replies);

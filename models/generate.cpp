@@ -68,10 +68,10 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
     lengths.push_back(static_cast<int64_t>(p.size()));
   }
   const int64_t width = *std::max_element(lengths.begin(), lengths.end());
-  if (width + o.max_new_tokens > config.max_positions)
+  if (width + o.max_new_tokens > config.context_length())
     throw Error("prompt (" + std::to_string(width) +
                 " tokens) plus max_new_tokens exceeds the model's " +
-                std::to_string(config.max_positions) + " positions");
+                std::to_string(config.context_length()) + " positions");
 
   auto ids = torch::zeros({B, width}, torch::kInt64);
   for (int64_t b = 0; b < B; ++b)

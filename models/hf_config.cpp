@@ -1,5 +1,6 @@
 #include "models/hf_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -32,40 +33,117 @@ int64_t positive(const json& j, const std::string& key, const std::string& file,
   return value;
 }
 
+// The architectures citeforge runs, with the model_type transformers writes for each.
+const std::vector<std::pair<std::string, std::string>>& known_architectures() {
+  static const std::vector<std::pair<std::string, std::string>> known = {
+      {"LlamaForCausalLM", "llama"},
+      {"MistralForCausalLM", "mistral"},
+      {"Qwen2ForCausalLM", "qwen2"},
+      {"Qwen3ForCausalLM", "qwen3"}};
+  return known;
+}
+
 std::string architecture_of(const json& j, const std::string& file) {
-  static const std::vector<std::string> supported = {"LlamaForCausalLM", "MistralForCausalLM"};
   std::vector<std::string> named;
   if (auto it = j.find("architectures"); it != j.end() && it->is_array())
     for (const auto& a : *it)
       if (a.is_string()) named.push_back(a.get<std::string>());
-  if (named.empty() && j.contains("model_type") && j["model_type"].is_string()) {
-    std::string type = j["model_type"];
-    if (type == "llama") named.push_back("LlamaForCausalLM");
-    if (type == "mistral") named.push_back("MistralForCausalLM");
+  if (named.empty() && j.contains("model_type") && j["model_type"].is_string())
+    for (const auto& [architecture, type] : known_architectures())
+      if (j["model_type"] == type) named.push_back(architecture);
+  std::string supported;
+  for (const auto& [architecture, type] : known_architectures()) {
+    supported += (supported.empty() ? "" : ", ") + architecture;
+    for (const auto& name : named)
+      if (name == architecture) return name;
   }
-  for (const auto& name : named)
-    for (const auto& ok : supported)
-      if (name == ok) return name;
   std::string seen = named.empty() ? "none" : named.front();
-  fail_at(
-      file, "field 'architectures'",
-      "unsupported architecture '" + seen + "' (supported: LlamaForCausalLM, MistralForCausalLM)");
+  fail_at(file, "field 'architectures'",
+          "unsupported architecture '" + seen + "' (supported: " + supported + ")");
 }
 
-// Newer transformers nest rope settings under rope_parameters; older ones use rope_theta plus
-// rope_scaling. Only the default (unscaled) RoPE is implemented, so anything else is an error
-// rather than silently wrong logits.
-double rope_theta_of(const json& j, const std::string& file) {
-  for (const char* key : {"rope_scaling", "rope_parameters"}) {
-    auto it = j.find(key);
+// RoPE: transformers 5 writes theta and the scaling together under rope_parameters; 4.x wrote
+// rope_theta at the top level and the scaling under rope_scaling (hub checkpoints have both
+// layouts). A key this reader does not know could change the numerics, so it is an error, as is
+// a RoPE type it does not implement.
+void read_rope(const json& j, const std::string& file, ModelConfig& c) {
+  c.rope_theta = field<double>(j, "rope_theta", file, 10000.0);
+  for (const char* section : {"rope_scaling", "rope_parameters"}) {
+    auto it = j.find(section);
     if (it == j.end() || it->is_null()) continue;
-    if (!it->is_object()) fail_at(file, std::string("field '") + key + "'", "expected an object");
-    std::string type = it->value("rope_type", it->value("type", std::string("default")));
-    if (type != "default")
-      fail_at(file, std::string("field '") + key + "'", "unsupported RoPE scaling '" + type + "'");
-    if (it->contains("rope_theta")) return field<double>(*it, "rope_theta", file, std::nullopt);
+    const std::string where = std::string("field '") + section + "'";
+    if (!it->is_object()) fail_at(file, where, "expected an object");
+    const json& r = *it;
+    auto key = [&](const char* name) { return where + " key '" + name + "'"; };
+    auto require_key = [&](const char* name) {
+      if (!r.contains(name) || r[name].is_null())
+        fail_at(file, key(name), "missing (" + c.rope_scaling.type + " RoPE needs it)");
+    };
+    for (const auto& [name, value] : r.items()) {
+      static const std::vector<std::string> known = {"rope_type",
+                                                     "type",
+                                                     "rope_theta",
+                                                     "factor",
+                                                     "original_max_position_embeddings",
+                                                     "low_freq_factor",
+                                                     "high_freq_factor",
+                                                     "beta_fast",
+                                                     "beta_slow",
+                                                     "attention_factor",
+                                                     "mscale",
+                                                     "mscale_all_dim",
+                                                     "truncate",
+                                                     "partial_rotary_factor"};
+      if (std::find(known.begin(), known.end(), name) == known.end())
+        fail_at(file, where + " key '" + name + "'", "unknown RoPE setting");
+    }
+    if (r.contains("rope_theta")) c.rope_theta = field<double>(r, "rope_theta", file, std::nullopt);
+    if (field<double>(r, "partial_rotary_factor", file, 1.0) != 1.0)
+      fail_at(file, key("partial_rotary_factor"), "partial rotary embeddings are not supported");
+    RopeScaling& s = c.rope_scaling;
+    s.type = r.value("rope_type", r.value("type", std::string("default")));
+    if (s.type == "default") continue;
+    if (s.type != "linear" && s.type != "dynamic" && s.type != "llama3" && s.type != "yarn")
+      fail_at(file, key("rope_type"),
+              "unsupported RoPE type '" + s.type +
+                  "' (supported: default, linear, dynamic, "
+                  "llama3, yarn)");
+    // The pre-training context: the scaling's own field, else a top-level one (Phi-3 style),
+    // else, for llama3 and yarn, max_position_embeddings, as transformers fills it in.
+    s.original_max_positions =
+        field<int64_t>(r, "original_max_position_embeddings", file,
+                       field<int64_t>(j, "original_max_position_embeddings", file, 0));
+    if (s.original_max_positions == 0 && (s.type == "llama3" || s.type == "yarn"))
+      s.original_max_positions = field<int64_t>(j, "max_position_embeddings", file, 2048);
+    // yarn without a factor takes it from the two context lengths.
+    if (s.type == "yarn" && (!r.contains("factor") || r["factor"].is_null())) {
+      s.factor = double(field<int64_t>(j, "max_position_embeddings", file, 2048)) /
+                 double(std::max<int64_t>(s.original_max_positions, 1));
+    } else {
+      require_key("factor");
+      s.factor = field<double>(r, "factor", file, std::nullopt);
+    }
+    if (!(s.factor >= 1.0)) fail_at(file, key("factor"), "must be >= 1");
+    if (s.type == "llama3") {
+      require_key("low_freq_factor");
+      require_key("high_freq_factor");
+      s.low_freq_factor = field<double>(r, "low_freq_factor", file, std::nullopt);
+      s.high_freq_factor = field<double>(r, "high_freq_factor", file, std::nullopt);
+      if (!(s.high_freq_factor > s.low_freq_factor))
+        fail_at(file, key("high_freq_factor"), "must be above low_freq_factor");
+    }
+    if (s.type == "yarn") {
+      s.beta_fast = field<double>(r, "beta_fast", file, 32.0);
+      s.beta_slow = field<double>(r, "beta_slow", file, 1.0);
+      if (r.contains("attention_factor") && !r["attention_factor"].is_null())
+        s.attention_factor = field<double>(r, "attention_factor", file, std::nullopt);
+      if (r.contains("mscale") && !r["mscale"].is_null())
+        s.mscale = field<double>(r, "mscale", file, std::nullopt);
+      if (r.contains("mscale_all_dim") && !r["mscale_all_dim"].is_null())
+        s.mscale_all_dim = field<double>(r, "mscale_all_dim", file, std::nullopt);
+      s.truncate = field<bool>(r, "truncate", file, true);
+    }
   }
-  return field<double>(j, "rope_theta", file, 10000.0);
 }
 
 }  // namespace
@@ -87,12 +165,23 @@ ModelConfig parse_model_config(const json& j, const std::string& file) {
     fail_at(file, "field 'head_dim'", "missing and hidden_size is not divisible by the head count");
   c.head_dim = positive(j, "head_dim", file, c.hidden_size / c.num_heads);
   c.rms_norm_eps = field<double>(j, "rms_norm_eps", file, 1e-6);
-  c.rope_theta = rope_theta_of(j, file);
+  read_rope(j, file, c);
   c.max_positions = positive(j, "max_position_embeddings", file, 2048);
   c.vocab_size = positive(j, "vocab_size", file);
   c.tie_word_embeddings = field<bool>(j, "tie_word_embeddings", file, false);
-  if (j.contains("sliding_window") && !j["sliding_window"].is_null() &&
-      field<bool>(j, "use_sliding_window", file, true))
+  const bool qwen = c.architecture == "Qwen2ForCausalLM" || c.architecture == "Qwen3ForCausalLM";
+  // Qwen's configs name a window that is off unless use_sliding_window says otherwise, and then
+  // applies only from layer max_window_layers on: a per-layer window this decoder lacks.
+  const bool use_window = field<bool>(j, "use_sliding_window", file, !qwen);
+  if (qwen && use_window)
+    fail_at(file, "field 'use_sliding_window'",
+            "Qwen's per-layer sliding window is not supported (set it to false)");
+  if (auto it = j.find("layer_types"); it != j.end() && it->is_array())
+    for (const auto& type : *it)
+      if (type != "full_attention" && !(type == "sliding_attention" && !qwen))
+        fail_at(file, "field 'layer_types'",
+                "unsupported layer type " + type.dump() + " (every layer must be full_attention)");
+  if (j.contains("sliding_window") && !j["sliding_window"].is_null() && use_window)
     c.sliding_window = positive(j, "sliding_window", file);
   c.bos_token_id = field<int64_t>(j, "bos_token_id", file, 1);
   if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
@@ -103,9 +192,16 @@ ModelConfig parse_model_config(const json& j, const std::string& file) {
       c.eos_token_ids.push_back(field<int64_t>(j, "eos_token_id", file, std::nullopt));
   }
   c.dtype = j.value("torch_dtype", j.value("dtype", std::string("float32")));
-  for (const char* flag : {"attention_bias", "mlp_bias"})
-    if (field<bool>(j, flag, file, false))
-      fail_at(file, std::string("field '") + flag + "'", "biases are not supported");
+  // Qwen2 always has q/k/v biases and none on o_proj; Llama and Qwen3 name theirs
+  // attention_bias, which covers q, k, v and o.
+  if (c.architecture == "Qwen2ForCausalLM") {
+    c.qkv_bias = true;
+  } else if (c.architecture != "MistralForCausalLM") {
+    c.qkv_bias = c.o_bias = field<bool>(j, "attention_bias", file, false);
+  }
+  c.qk_norm = c.architecture == "Qwen3ForCausalLM";
+  if (field<bool>(j, "mlp_bias", file, false))
+    fail_at(file, "field 'mlp_bias'", "MLP biases are not supported");
   if (auto act = j.value("hidden_act", std::string("silu")); act != "silu")
     fail_at(file, "field 'hidden_act'", "unsupported activation '" + act + "' (expected silu)");
   return c;
@@ -124,8 +220,11 @@ ModelConfig read_model_config(const std::string& path) {
 }
 
 json model_config_to_json(const ModelConfig& c) {
+  std::string model_type = "llama";
+  for (const auto& [architecture, type] : known_architectures())
+    if (architecture == c.architecture) model_type = type;
   json j = {{"architectures", {c.architecture}},
-            {"model_type", c.architecture == "MistralForCausalLM" ? "mistral" : "llama"},
+            {"model_type", model_type},
             {"hidden_size", c.hidden_size},
             {"intermediate_size", c.intermediate_size},
             {"num_hidden_layers", c.num_layers},
@@ -138,11 +237,32 @@ json model_config_to_json(const ModelConfig& c) {
             {"vocab_size", c.vocab_size},
             {"tie_word_embeddings", c.tie_word_embeddings},
             {"hidden_act", "silu"},
-            {"attention_bias", false},
+            {"attention_bias", c.o_bias},
             {"mlp_bias", false},
             {"bos_token_id", c.bos_token_id},
             {"torch_dtype", c.dtype}};
   j["sliding_window"] = c.sliding_window ? json(*c.sliding_window) : json(nullptr);
+  if (model_type == "qwen2" || model_type == "qwen3") j["use_sliding_window"] = false;
+  if (model_type == "qwen2") j.erase("attention_bias");  // always q/k/v biases, no o_proj bias
+  if (c.rope_scaling.type != "default") {
+    const RopeScaling& s = c.rope_scaling;
+    json r = {{"rope_type", s.type}, {"factor", s.factor}};
+    if (s.original_max_positions > 0)
+      r["original_max_position_embeddings"] = s.original_max_positions;
+    if (s.type == "llama3") {
+      r["low_freq_factor"] = s.low_freq_factor;
+      r["high_freq_factor"] = s.high_freq_factor;
+    }
+    if (s.type == "yarn") {
+      r["beta_fast"] = s.beta_fast;
+      r["beta_slow"] = s.beta_slow;
+      r["truncate"] = s.truncate;
+      if (s.attention_factor) r["attention_factor"] = *s.attention_factor;
+      if (s.mscale) r["mscale"] = *s.mscale;
+      if (s.mscale_all_dim) r["mscale_all_dim"] = *s.mscale_all_dim;
+    }
+    j["rope_scaling"] = r;
+  }
   j["eos_token_id"] =
       c.eos_token_ids.size() == 1 ? json(c.eos_token_ids[0]) : json(c.eos_token_ids);
   return j;

@@ -6,8 +6,10 @@
 
 namespace citeforge::models {
 
-LinearImpl::LinearImpl(int64_t in, int64_t out, bool allocate)
+LinearImpl::LinearImpl(int64_t in, int64_t out, bool allocate, bool with_bias)
     : in_features(in), out_features(out) {
+  // Allocated even for a quantising loader: it stays dense, and is loaded like a norm weight.
+  if (with_bias) bias = register_parameter("bias", torch::zeros({out}));
   if (!allocate) return;
   weight = register_parameter("weight", torch::empty({out, in}));
   torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));  // torch.nn.Linear's default
@@ -56,7 +58,8 @@ torch::Tensor LinearImpl::base_weight(torch::Dtype dtype) const {
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
-  auto y = torch::linear(x, base_weight(x.scalar_type()));
+  auto y = torch::linear(x, base_weight(x.scalar_type()),
+                         bias.defined() ? bias.to(x.scalar_type()) : torch::Tensor());
   if (!has_lora()) return y;
   const bool reference = use_reference && reference_A.defined();
   if (!reference && (use_reference || !adapter_enabled)) return y;

@@ -1,6 +1,7 @@
 // The linear layer every projection of the decoder uses: a frozen base, dense ("weight",
-// [out, in], HF's name) or NF4-quantised, plus an optional LoRA adapter (QLoRA):
-//   y = x W^T + (alpha / r) * dropout(x) A^T B^T,   A [r, in] Kaiming-uniform, B [out, r] zeros.
+// [out, in], HF's name) or NF4-quantised, an optional frozen bias ("bias", kept dense: Qwen2's
+// q/k/v projections have one), plus an optional LoRA adapter (QLoRA):
+//   y = x W^T + b + (alpha / r) * dropout(x) A^T B^T,   A [r, in] Kaiming-uniform, B [out, r] 0.
 // Switching the adapter off gives the base model's output, which is the frozen reference
 // policy PPO needs without a second copy of the base.
 #pragma once
@@ -22,7 +23,8 @@ struct LoraSpec {
 struct LinearImpl : torch::nn::Module {
   // `allocate = false` leaves the dense weight undefined (shape only), for loaders that quantise
   // a checkpoint tensor by tensor without ever holding the whole model dense.
-  LinearImpl(int64_t in_features, int64_t out_features, bool allocate = true);
+  LinearImpl(int64_t in_features, int64_t out_features, bool allocate = true,
+             bool with_bias = false);
   torch::Tensor forward(const torch::Tensor& x);
 
   // The base weight as a dense tensor of `dtype` (dequantised when NF4).
@@ -43,6 +45,7 @@ struct LinearImpl : torch::nn::Module {
 
   int64_t in_features, out_features;
   torch::Tensor weight;  // dense base; undefined when NF4 or not allocated
+  torch::Tensor bias;    // [out]; undefined when the layer has none
   std::optional<Nf4Weight> nf4;
   torch::Tensor lora_A, lora_B;
   double lora_scale = 0, lora_dropout = 0;

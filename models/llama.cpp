@@ -4,23 +4,10 @@
 #include <limits>
 
 #include "models/grad_checkpoint.h"
+#include "models/rope.h"
 
 namespace citeforge::models {
 namespace {
-
-// cos/sin tables [B, 1, T, head_dim] in fp32 for HF's rotate-half convention.
-std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positions,
-                                                    int64_t head_dim, double theta) {
-  auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(positions.device());
-  auto inv_freq =
-      1.0 /
-      torch::pow(
-          theta,
-          torch::arange(0, head_dim, 2, opts.dtype(torch::kInt64)).to(torch::kFloat32) / head_dim);
-  auto freqs = positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq;  // [B, T, D/2]
-  auto emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);               // [B, 1, T, D]
-  return {emb.cos(), emb.sin()};
-}
 
 torch::Tensor rotate_half(const torch::Tensor& x) {
   auto halves = x.chunk(2, -1);
@@ -109,18 +96,29 @@ torch::Tensor attention_bias(const torch::Tensor& allowed, torch::Dtype dtype) {
 
 AttentionImpl::AttentionImpl(const ModelConfig& c, bool allocate)
     : num_heads(c.num_heads), num_kv_heads(c.num_kv_heads), head_dim(c.head_dim) {
-  q_proj = register_module("q_proj", Linear(c.hidden_size, c.num_heads * c.head_dim, allocate));
-  k_proj = register_module("k_proj", Linear(c.hidden_size, c.num_kv_heads * c.head_dim, allocate));
-  v_proj = register_module("v_proj", Linear(c.hidden_size, c.num_kv_heads * c.head_dim, allocate));
-  o_proj = register_module("o_proj", Linear(c.num_heads * c.head_dim, c.hidden_size, allocate));
+  const int64_t q_out = c.num_heads * c.head_dim, kv_out = c.num_kv_heads * c.head_dim;
+  q_proj = register_module("q_proj", Linear(c.hidden_size, q_out, allocate, c.qkv_bias));
+  k_proj = register_module("k_proj", Linear(c.hidden_size, kv_out, allocate, c.qkv_bias));
+  v_proj = register_module("v_proj", Linear(c.hidden_size, kv_out, allocate, c.qkv_bias));
+  o_proj = register_module("o_proj", Linear(q_out, c.hidden_size, allocate, c.o_bias));
+  if (c.qk_norm) {
+    q_norm = register_module("q_norm", RMSNorm(c.head_dim, c.rms_norm_eps));
+    k_norm = register_module("k_norm", RMSNorm(c.head_dim, c.rms_norm_eps));
+  }
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                      const torch::Tensor& sin, const torch::Tensor& attn_bias,
                                      KVCache* cache, int64_t layer, torch::Tensor* attention_mass) {
   const int64_t B = x.size(0), T = x.size(1);
-  auto q = q_proj(x).view({B, T, num_heads, head_dim}).transpose(1, 2);
-  auto k = k_proj(x).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
+  auto q = q_proj(x).view({B, T, num_heads, head_dim});
+  auto k = k_proj(x).view({B, T, num_kv_heads, head_dim});
+  if (q_norm) {  // per head, before the rotation
+    q = q_norm(q);
+    k = k_norm(k);
+  }
+  q = q.transpose(1, 2);
+  k = k.transpose(1, 2);
   auto v = v_proj(x).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
@@ -186,7 +184,7 @@ torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids
                                                   ForwardProbe* probe) {
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
   const int64_t past = cache ? cache->length : 0;
-  auto [cos, sin] = rope_tables(inputs.positions, config.head_dim, config.rope_theta);
+  auto [cos, sin] = rope_tables(inputs.positions, config);
   auto h = model->embed_tokens(input_ids);
   // Built once for all layers, in fp32: the fused kernel of an fp32 model takes it as it is and
   // the exact attention of a bf16 model adds it to fp32 scores. Only the fused kernel does

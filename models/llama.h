@@ -1,6 +1,8 @@
-// The Llama / Mistral decoder with HF parameter names, so an HF checkpoint loads directly:
-// embeddings, N blocks of (RMSNorm, grouped-query attention with RoPE and an optional sliding
-// window, residual, RMSNorm, SwiGLU MLP, residual), final RMSNorm and an LM head, tied or not.
+// The Llama-shaped decoder (Llama 2/3.x, Mistral, Qwen2/2.5, Qwen3) with HF parameter names, so
+// an HF checkpoint loads directly: embeddings, N blocks of (RMSNorm, grouped-query attention
+// with RoPE (scaled or not), optional q/k/v biases, optional per-head q/k RMSNorm and an
+// optional sliding window, residual, RMSNorm, SwiGLU MLP, residual), final RMSNorm and an LM
+// head, tied or not.
 #pragma once
 
 #include <torch/torch.h>
@@ -36,6 +38,7 @@ struct AttentionImpl : torch::nn::Module {
                         torch::Tensor* attention_mass = nullptr);
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // over each head's dim (Qwen3); null elsewhere
   int64_t num_heads, num_kv_heads, head_dim;
 };
 TORCH_MODULE(Attention);

@@ -77,9 +77,12 @@ TEST_CASE("config errors name the file and the field", "[models][config][errors]
   CHECK_THROWS_WITH(models::parse_model_config(j, "c.json"), Contains("field 'num_hidden_layers'"));
 
   j = minimal();
+  j["rope_scaling"] = {{"rope_type", "longrope"}, {"factor", 8.0}};
+  CHECK_THROWS_WITH(models::parse_model_config(j, "c.json"),
+                    Contains("unsupported RoPE type 'longrope'"));
   j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
   CHECK_THROWS_WITH(models::parse_model_config(j, "c.json"),
-                    Contains("unsupported RoPE scaling 'llama3'"));
+                    Contains("field 'rope_scaling' key 'low_freq_factor'") && Contains("missing"));
 
   j = minimal();
   j["num_key_value_heads"] = 3;

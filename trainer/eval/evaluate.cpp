@@ -31,7 +31,7 @@ GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptF
                                   const std::string& label, const std::string& partial_path) {
   GeneratedAnswers out;
   std::vector<std::vector<int64_t>> prompts;
-  const int64_t room = model->config.max_positions - max_new_tokens;
+  const int64_t room = model->config.context_length() - max_new_tokens;
   int64_t cut = 0;
   for (const auto& ex : examples) {
     out.prompts.push_back(data::render_prompt(format.prompt, ex));
@@ -43,7 +43,7 @@ GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptF
                  "[%s] warning: %lld of %zu prompts are longer than the model's %lld positions "
                  "allow with %lld new tokens; their middle (sources) was cut\n",
                  label.c_str(), (long long)cut, examples.size(),
-                 (long long)model->config.max_positions, (long long)max_new_tokens);
+                 (long long)model->config.context_length(), (long long)max_new_tokens);
   out.answers.resize(examples.size());
   std::map<std::size_t, std::string> done;
   if (!partial_path.empty()) done = read_partial_answers(partial_path, examples);

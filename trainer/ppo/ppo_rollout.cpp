@@ -17,7 +17,7 @@ Trajectories rollout(models::LlamaForCausalLM& policy, const PromptFormat& forma
                      const std::vector<data::Example>& examples, const RolloutOptions& options,
                      const rewards::MetricOptions& metric_options) {
   Trajectories t;
-  const int64_t room = policy->config.max_positions - options.max_new_tokens;
+  const int64_t room = policy->config.context_length() - options.max_new_tokens;
   int64_t cut = 0;
   for (const auto& ex : examples) {
     t.example_ids.push_back(ex.id);
@@ -31,7 +31,7 @@ Trajectories rollout(models::LlamaForCausalLM& policy, const PromptFormat& forma
     std::fprintf(stderr,
                  "[rollout] warning: prompts longer than the model's %lld positions allow with "
                  "%lld new tokens have their middle (sources) cut\n",
-                 (long long)policy->config.max_positions, (long long)options.max_new_tokens);
+                 (long long)policy->config.context_length(), (long long)options.max_new_tokens);
   }
   models::SamplingOptions sampling;
   sampling.greedy = false;

@@ -1,0 +1,112 @@
+#include "models/rope.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace citeforge::models {
+namespace {
+
+// theta^(2i/d) for i < d/2, in fp32 as transformers computes it; the frequencies are 1 / this.
+torch::Tensor theta_powers(double theta, int64_t dim, const torch::Device& device) {
+  auto exponents = torch::arange(0, dim, 2, torch::TensorOptions().dtype(torch::kInt64))
+                       .to(device, torch::kFloat32) /
+                   double(dim);
+  return torch::pow(theta, exponents);
+}
+
+// The context the model was trained on: the scaling's own field, else max_position_embeddings.
+double original_context(const ModelConfig& c) {
+  return double(c.rope_scaling.original_max_positions > 0 ? c.rope_scaling.original_max_positions
+                                                          : c.max_positions);
+}
+
+// Llama 3.1's rule: wavelengths longer than the original context / low_freq_factor are slowed
+// down by `factor`, shorter than context / high_freq_factor kept, and the band between blended.
+torch::Tensor llama3_frequencies(const ModelConfig& c, const torch::Tensor& inv_freq) {
+  const RopeScaling& s = c.rope_scaling;
+  const double context = double(s.original_max_positions);
+  const double low_wavelen = context / s.low_freq_factor,
+               high_wavelen = context / s.high_freq_factor;
+  auto wavelen = 2.0 * M_PI / inv_freq;
+  auto slowed = torch::where(wavelen > low_wavelen, inv_freq / s.factor, inv_freq);
+  auto smooth = (context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+  auto blended = (1 - smooth) * slowed / s.factor + smooth * slowed;
+  auto medium = (wavelen >= high_wavelen).logical_and(wavelen <= low_wavelen);
+  return torch::where(medium, blended, slowed);
+}
+
+// YaRN's cos/sin factor: 0.1 ln(scale) mscale + 1, or the ratio of two of those.
+double yarn_mscale(double scale, double mscale = 1.0) {
+  return scale <= 1.0 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+}
+
+// YaRN: per frequency a blend of interpolation (divided by factor) and extrapolation (kept),
+// by a linear ramp between the dimensions that turn beta_fast and beta_slow times over the
+// original context.
+std::pair<torch::Tensor, double> yarn_frequencies(const ModelConfig& c,
+                                                  const torch::Device& device) {
+  const RopeScaling& s = c.rope_scaling;
+  const int64_t dim = c.head_dim;
+  const double base = c.rope_theta, context = original_context(c);
+  const double factor = s.factor;
+  double attention =
+      s.attention_factor
+          ? *s.attention_factor
+          : (s.mscale && s.mscale_all_dim
+                 ? yarn_mscale(factor, *s.mscale) / yarn_mscale(factor, *s.mscale_all_dim)
+                 : yarn_mscale(factor));
+  auto correction_dim = [&](double rotations) {
+    return double(dim) * std::log(context / (rotations * 2.0 * M_PI)) / (2.0 * std::log(base));
+  };
+  double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
+  if (s.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, double(dim - 1));
+  if (low == high) high += 0.001;  // no division by zero in the ramp
+  auto pos_freqs = theta_powers(base, dim, device);
+  auto extrapolation = 1.0 / pos_freqs;
+  auto interpolation = 1.0 / (factor * pos_freqs);
+  auto ramp =
+      ((torch::arange(dim / 2, torch::TensorOptions().dtype(torch::kFloat32)) - low) / (high - low))
+          .clamp(0, 1)
+          .to(device);
+  auto keep = 1 - ramp;  // 1: extrapolate (high frequencies), 0: interpolate
+  return {interpolation * (1 - keep) + extrapolation * keep, attention};
+}
+
+}  // namespace
+
+std::pair<torch::Tensor, double> rope_frequencies(const ModelConfig& c, int64_t max_position,
+                                                  const torch::Device& device) {
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type == "yarn") return yarn_frequencies(c, device);
+  double theta = c.rope_theta;
+  if (s.type == "dynamic") {
+    // NTK: past the original context, theta grows with the sequence length.
+    const double context = original_context(c);
+    const double length = std::max(double(max_position + 1), context);
+    const double d = double(c.head_dim);
+    theta *= std::pow(s.factor * length / context - (s.factor - 1.0), d / (d - 2.0));
+  }
+  auto inv_freq = 1.0 / theta_powers(theta, c.head_dim, device);
+  if (s.type == "linear") inv_freq = inv_freq / s.factor;
+  if (s.type == "llama3") inv_freq = llama3_frequencies(c, inv_freq);
+  return {inv_freq, 1.0};
+}
+
+std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positions,
+                                                    const ModelConfig& config) {
+  const int64_t max_position = config.rope_scaling.type == "dynamic" && positions.numel() > 0
+                                   ? positions.max().item<int64_t>()
+                                   : 0;
+  auto [inv_freq, scale] = rope_frequencies(config, max_position, positions.device());
+  auto freqs = positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq;  // [B, T, D/2]
+  auto emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);               // [B, 1, T, D]
+  if (scale == 1.0) return {emb.cos(), emb.sin()};
+  return {emb.cos() * scale, emb.sin() * scale};
+}
+
+}  // namespace citeforge::models

@@ -1,0 +1,27 @@
+// Rotary position embeddings as transformers computes them (modeling_rope_utils and each
+// model's rotary embedding): the inverse frequencies of the config's RoPE type (default, linear,
+// dynamic NTK, llama3, yarn; models/hf_config.h's RopeScaling) and the cos/sin tables the
+// attention rotates queries and keys by.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <utility>
+
+#include "models/hf_config.h"
+
+namespace citeforge::models {
+
+// The inverse frequencies [head_dim / 2] (fp32) and the factor cos and sin are multiplied by
+// (1 but for yarn), for a forward pass whose positions reach `max_position`: only "dynamic"
+// depends on it, growing theta once the sequence passes the original context (transformers
+// recomputes it from the largest position of each forward pass in the same way).
+std::pair<torch::Tensor, double> rope_frequencies(const ModelConfig& config, int64_t max_position,
+                                                  const torch::Device& device);
+
+// cos/sin tables [B, 1, T, head_dim] in fp32 for `positions` [B, T] (int64), in HF's
+// rotate-half layout (each frequency twice, in two halves).
+std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positions,
+                                                    const ModelConfig& config);
+
+}  // namespace citeforge::models

@@ -1,0 +1,188 @@
+// The model families people fine-tune today against HF transformers: tiny random checkpoints
+// written by scripts/make_family_fixtures.py (Llama 3.1's RoPE scaling and the linear, dynamic
+// and yarn ones, Qwen2's q/k/v biases, Qwen3's q/k norms and wide heads). Each loads from its HF
+// directory and must give transformers' logits within 1e-4 at every position of three prompts
+// (one past the scaled fixtures' original context) and the same 32 greedy tokens through the
+// KV cache.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "models/checkpoint_io.h"
+#include "models/generate.h"
+#include "models/hf_config.h"
+#include "models/lora.h"
+#include "models/peft_adapter.h"
+#include "tests/support/test_paths.h"
+
+using namespace citeforge;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::vector<std::string>& family_fixtures() {
+  static const std::vector<std::string> names = {"llama3_rope", "llama_linear", "llama_dynamic",
+                                                 "llama_yarn",  "qwen2",        "qwen3"};
+  return names;
+}
+
+std::string fixture_dir(const std::string& name) {
+  return testing::source_path("tests/fixtures/families/" + name);
+}
+
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat32) - b.to(torch::kFloat32)).abs().max().item<double>();
+}
+
+std::vector<int64_t> as_ids(const torch::Tensor& t) {
+  auto c = t.to(torch::kInt64).contiguous();
+  return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
+}
+
+}  // namespace
+
+TEST_CASE("families: every prompt's logits equal transformers' within 1e-4",
+          "[models][families][hf]") {
+  for (const auto& name : family_fixtures()) {
+    INFO(name);
+    auto model = models::load_model(fixture_dir(name));
+    auto expected = models::open_safetensors(fixture_dir(name) + "/expected.safetensors");
+    for (int i = 0; i < 3; ++i) {
+      const auto ids = expected.get("input_ids_" + std::to_string(i));
+      const auto want = expected.get("logits_" + std::to_string(i));
+      auto logits = model->forward(ids.unsqueeze(0))[0];
+      INFO("prompt " << i << " of " << ids.size(0) << " tokens");
+      REQUIRE(logits.sizes() == want.sizes());
+      CHECK(max_abs_diff(logits, want) < 1e-4);
+    }
+  }
+}
+
+TEST_CASE("families: 32 greedy tokens through the KV cache equal transformers' generate",
+          "[models][families][hf]") {
+  for (const auto& name : family_fixtures()) {
+    INFO(name);
+    auto model = models::load_model(fixture_dir(name));
+    auto expected = models::open_safetensors(fixture_dir(name) + "/expected.safetensors");
+    models::SamplingOptions options;
+    options.greedy = true;
+    options.max_new_tokens = 32;
+    options.eos_ids = {-1};  // transformers' reference ran without an end token
+    const auto out = models::generate(model, {as_ids(expected.get("greedy_prompt"))}, options);
+    CHECK(out[0].tokens == as_ids(expected.get("greedy_tokens")));
+  }
+}
+
+TEST_CASE("families: what each family adds is read from config.json", "[models][families]") {
+  const auto llama3 = models::read_model_config(fixture_dir("llama3_rope") + "/config.json");
+  CHECK(llama3.rope_scaling.type == "llama3");
+  CHECK(llama3.rope_scaling.factor == 8.0);
+  CHECK(llama3.rope_scaling.original_max_positions == 16);
+  CHECK(llama3.rope_theta == 500000.0);
+  // transformers 4's layout: rope_theta at the top, rope_scaling with the old "type" key.
+  const auto linear = models::read_model_config(fixture_dir("llama_linear") + "/config.json");
+  CHECK(linear.rope_scaling.type == "linear");
+  CHECK(linear.rope_scaling.factor == 4.0);
+  const auto qwen2 = models::read_model_config(fixture_dir("qwen2") + "/config.json");
+  CHECK(qwen2.architecture == "Qwen2ForCausalLM");
+  CHECK(qwen2.qkv_bias);
+  CHECK_FALSE(qwen2.o_bias);
+  CHECK_FALSE(qwen2.sliding_window);  // named, but off (use_sliding_window: false)
+  CHECK(qwen2.tie_word_embeddings);
+  const auto qwen3 = models::read_model_config(fixture_dir("qwen3") + "/config.json");
+  CHECK(qwen3.qk_norm);
+  CHECK(qwen3.head_dim == 16);
+  CHECK(qwen3.hidden_size / qwen3.num_heads == 8);
+}
+
+TEST_CASE("families: settings that would change the numerics unread are one-line errors",
+          "[models][families][errors]") {
+  auto config = [](const std::string& extra) {
+    return nlohmann::json::parse(
+        R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 32, "intermediate_size": 64,
+            "num_hidden_layers": 1, "num_attention_heads": 4, "vocab_size": 10)" +
+        extra + "}");
+  };
+  CHECK_THROWS_WITH(
+      models::parse_model_config(
+          config(R"(, "rope_scaling": {"rope_type": "longrope", "factor": 2})"), "c.json"),
+      Contains("c.json") && Contains("rope_type") && Contains("longrope") && Contains("yarn"));
+  CHECK_THROWS_WITH(
+      models::parse_model_config(
+          config(R"(, "rope_parameters": {"rope_type": "yarn", "factor": 4, "ramp": 2})"),
+          "c.json"),
+      Contains("ramp") && Contains("unknown RoPE setting"));
+  CHECK_THROWS_WITH(
+      models::parse_model_config(config(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8,
+                                   "low_freq_factor": 4, "high_freq_factor": 1})"),
+                                 "c.json"),
+      Contains("high_freq_factor") && Contains("above low_freq_factor"));
+  CHECK_THROWS_WITH(models::parse_model_config(config(R"(, "mlp_bias": true)"), "c.json"),
+                    Contains("mlp_bias"));
+  auto qwen = nlohmann::json::parse(
+      R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 32, "intermediate_size": 64,
+          "num_hidden_layers": 1, "num_attention_heads": 4, "vocab_size": 10,
+          "use_sliding_window": true, "sliding_window": 8})");
+  CHECK_THROWS_WITH(models::parse_model_config(qwen, "q.json"),
+                    Contains("q.json") && Contains("use_sliding_window"));
+  auto phi = config("");
+  phi["architectures"] = {"Phi3ForCausalLM"};
+  CHECK_THROWS_WITH(models::parse_model_config(phi, "p.json"),
+                    Contains("Phi3ForCausalLM") && Contains("Qwen3ForCausalLM"));
+}
+
+TEST_CASE("families: Qwen2's biases stay frozen and dense under NF4 and LoRA",
+          "[models][families][lora]") {
+  models::LoadOptions options;
+  options.nf4 = true;
+  auto model = models::load_model(fixture_dir("qwen2"), options);
+  auto dense = models::load_model(fixture_dir("qwen2"));
+  auto& q = *model->model->layers[0]->as<models::DecoderLayerImpl>()->self_attn->q_proj;
+  REQUIRE(q.is_nf4());
+  REQUIRE(q.bias.defined());
+  const auto& dense_q = *dense->model->layers[0]->as<models::DecoderLayerImpl>()->self_attn->q_proj;
+  CHECK(torch::equal(q.bias, dense_q.bias));
+  models::LoraConfig lora;
+  lora.spec.r = 4;
+  lora.target_modules = {"q_proj", "k_proj", "v_proj", "o_proj"};
+  models::attach_lora(model, lora);
+  CHECK_FALSE(q.bias.requires_grad());
+  CHECK(q.lora_A.requires_grad());
+  // With B still zero the adapted NF4 model is the NF4 base: its logits stay close to the
+  // dense model's (NF4 error only).
+  auto expected = models::open_safetensors(fixture_dir("qwen2") + "/expected.safetensors");
+  const auto ids = expected.get("input_ids_1").unsqueeze(0);
+  CHECK(max_abs_diff(model->forward(ids), dense->forward(ids)) < 0.5);
+}
+
+TEST_CASE("families: a trained adapter survives peft export and a merged export, biases kept",
+          "[models][families][lora]") {
+  for (const std::string name : {"qwen2", "qwen3", "llama3_rope"}) {
+    INFO(name);
+    auto model = models::load_model(fixture_dir(name));
+    models::LoraConfig lora;
+    lora.spec.r = 4;
+    models::attach_lora(model, lora);
+    {
+      torch::NoGradGuard no_grad;
+      torch::manual_seed(5);
+      for (auto& [param_name, param] : models::lora_parameters(model))
+        param.copy_(torch::randn_like(param) * 0.1);  // B no longer zero: the adapter matters
+    }
+    auto expected = models::open_safetensors(fixture_dir(name) + "/expected.safetensors");
+    const auto ids = expected.get("input_ids_2").unsqueeze(0);
+    const auto adapted = model->forward(ids);
+    const std::string dir = testing::temp_dir("families_export_" + name).string();
+    models::save_peft_adapter(model, lora, fixture_dir(name), dir + "/adapter");
+    auto reloaded = models::load_model(fixture_dir(name));
+    models::load_peft_adapter(reloaded, dir + "/adapter");
+    CHECK(max_abs_diff(reloaded->forward(ids), adapted) < 1e-5);
+    models::merge_adapters(reloaded);
+    models::save_model(reloaded, dir + "/merged");
+    auto merged = models::load_model(dir + "/merged");
+    CHECK(merged->config.qkv_bias == model->config.qkv_bias);
+    CHECK(merged->config.qk_norm == model->config.qk_norm);
+    CHECK(merged->config.rope_scaling.type == model->config.rope_scaling.type);
+    CHECK(max_abs_diff(merged->forward(ids), adapted) < 1e-4);
+  }
+}
