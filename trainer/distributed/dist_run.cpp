@@ -58,18 +58,19 @@ std::unique_ptr<DistRun> start_distributed(const RunConfig& config) {
   return run;
 }
 
-bool is_lead(const RunContext& run) {
-  return !run.dist || run.dist->lead();
+bool is_lead(const RunSetup& setup) {
+  return !setup.dist || setup.dist->lead();
 }
 
-void sync_ranks(RunContext& run, const std::string& phase) {
-  if (run.dist) run.dist->group->barrier(Ranks::world, phase);
+void sync_ranks(const RunSetup& setup, const std::string& phase) {
+  if (setup.dist) setup.dist->group->barrier(Ranks::world, phase);
 }
 
-void lead_first(RunContext& run, const std::string& phase, const std::function<void()>& step) {
-  if (is_lead(run)) step();
-  sync_ranks(run, phase);
-  if (!is_lead(run)) step();
+void lead_first(const RunSetup& setup, const std::string& phase,
+                const std::function<void()>& step) {
+  if (is_lead(setup)) step();
+  sync_ranks(setup, phase);
+  if (!is_lead(setup)) step();
 }
 
 }  // namespace citeforge::trainer

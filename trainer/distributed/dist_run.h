@@ -29,12 +29,12 @@ struct DistRun {
 std::unique_ptr<DistRun> start_distributed(const RunConfig& config);
 
 // True for a single process and for rank 0 of several.
-bool is_lead(const RunContext& run);
+bool is_lead(const RunSetup& setup);
 
 // Every rank waits for the others; nothing for a single process.
-void sync_ranks(RunContext& run, const std::string& phase);
+void sync_ranks(const RunSetup& setup, const std::string& phase);
 
 // Rank 0 runs `step`, the others wait, then run `step` themselves and find its work done.
-void lead_first(RunContext& run, const std::string& phase, const std::function<void()>& step);
+void lead_first(const RunSetup& setup, const std::string& phase, const std::function<void()>& step);
 
 }  // namespace citeforge::trainer

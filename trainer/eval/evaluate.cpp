@@ -120,14 +120,14 @@ void add_attributability(RunContext& run, const std::vector<data::Example>& exam
                          const std::vector<std::string>& answers, const EvalOptions& options,
                          const std::string& label, EvalRecord& record) {
   attribution::YesNoJudge judge;
-  judge.model = run.model;
-  judge.tokenizer = run.format.tokenizer;
-  judge.chat = run.format.chat;
-  judge.prompt = data::find_prompt_template("attributable", run.config.data.templates_dir);
-  const double threshold = *run.config.eval.attributability_threshold;
-  const bool was_training = run.model->is_training();
-  run.model->eval();
-  models::AdaptersDisabled base(run.model);
+  judge.model = run.policy.model;
+  judge.tokenizer = run.data.format.tokenizer;
+  judge.chat = run.data.format.chat;
+  judge.prompt = data::find_prompt_template("attributable", run.setup.config.data.templates_dir);
+  const double threshold = *run.setup.config.eval.attributability_threshold;
+  const bool was_training = run.policy.model->is_training();
+  run.policy.model->eval();
+  models::AdaptersDisabled base(run.policy.model);
   const auto support = attribution::yes_no_support_judge(judge);
   std::mt19937_64 rng(options.bootstrap_seed);
   std::vector<double> scores, chance, applicable, applicable_chance;
@@ -144,7 +144,7 @@ void add_attributability(RunContext& run, const std::vector<data::Example>& exam
     progress.update(int64_t(i + 1), "answers");
   }
   progress.finish(std::to_string(applicable.size()) + " answers with a citation judged");
-  if (was_training) run.model->train();
+  if (was_training) run.policy.model->train();
   record.metrics.emplace_back("attributability", scores);
   record.metrics.emplace_back("chance_attributability", chance);
   record.aggregates.emplace_back(
@@ -161,11 +161,11 @@ EvalRecord record_evaluation(RunContext& run, const TestSet& test, const std::st
                              const std::vector<std::string>& answers,
                              const std::vector<std::string>& prompts) {
   EvalOptions options;
-  options.metrics = run.metric_options;
+  options.metrics = run.data.metric_options;
   options.data_path = test.spec.path;
-  options.bootstrap_resamples = run.config.eval.bootstrap_resamples;
+  options.bootstrap_resamples = run.setup.config.eval.bootstrap_resamples;
   EvalRecord record = evaluate_answers(test.examples, answers, options);
-  if (run.config.eval.attributability_threshold)
+  if (run.setup.config.eval.attributability_threshold)
     add_attributability(run, test.examples, answers, options,
                         stage + "-" + std::to_string(epoch) + " " + test_set, record);
   record.stage = stage;
@@ -173,8 +173,8 @@ EvalRecord record_evaluation(RunContext& run, const TestSet& test, const std::st
   record.test_set = test_set;
   record.checkpoint = checkpoint;
   record.prompts = prompts;
-  write_eval_archive(run.dir.eval_archive(stage, epoch, test_set), record);
-  record_result(run.dir.results(), result_of(record));
+  write_eval_archive(run.setup.dir.eval_archive(stage, epoch, test_set), record);
+  record_result(run.setup.dir.results(), result_of(record));
   return record;
 }
 
@@ -185,20 +185,20 @@ void evaluate_corrections(RunContext& run, const TestSet& test, const std::strin
                           const std::vector<std::string>& prompts) {
   if (test.scenario != retrieval::Scenario::given) return;
   std::optional<attribution::ModelReader> reader;
-  for (const auto& name : run.config.eval.corrections) {
+  for (const auto& name : run.setup.config.eval.corrections) {
     const std::string test_set = test.spec.name + "+" + name;
-    if (file_exists(run.dir.eval_archive(stage, epoch, test_set))) continue;
+    if (file_exists(run.setup.dir.eval_archive(stage, epoch, test_set))) continue;
     const auto method = attribution::parse_fix_method(name);
     if (attribution::needs_model(method) && !reader) {
       reader.emplace();
-      reader->model = run.model;
-      reader->tokenizer = run.format.tokenizer;
-      reader->chat = run.format.chat;
-      reader->prompt = run.format.prompt;
-      reader->ask = data::find_prompt_template("citefix_ask", run.config.data.templates_dir);
+      reader->model = run.policy.model;
+      reader->tokenizer = run.data.format.tokenizer;
+      reader->chat = run.data.format.chat;
+      reader->prompt = run.data.format.prompt;
+      reader->ask = data::find_prompt_template("citefix_ask", run.setup.config.data.templates_dir);
     }
-    const bool was_training = run.model->is_training();
-    run.model->eval();
+    const bool was_training = run.policy.model->is_training();
+    run.policy.model->eval();
     std::vector<std::string> fixed;
     int points = 0, changed = 0, skipped = 0;
     Progress progress("correct " + stage + "-" + std::to_string(epoch) + " " + test_set,
@@ -219,7 +219,7 @@ void evaluate_corrections(RunContext& run, const TestSet& test, const std::strin
     const double ms =
         1000.0 * progress.elapsed_seconds() / double(std::max<std::size_t>(1, answers.size()));
     progress.finish(std::to_string(answers.size()) + " answers");
-    if (was_training) run.model->train();
+    if (was_training) run.policy.model->train();
     auto record = record_evaluation(run, test, test_set, stage, epoch, checkpoint, fixed, prompts);
     char extra[160];
     std::snprintf(extra, sizeof extra,
@@ -233,14 +233,15 @@ void evaluate_corrections(RunContext& run, const TestSet& test, const std::strin
 // cited from the corpus by retrieval and scored against the passages it was given.
 void evaluate_closed_book(RunContext& run, const TestSet& test, const std::string& stage, int epoch,
                           const std::string& checkpoint) {
-  const std::string archive = run.dir.eval_archive(stage, epoch, test.spec.name);
+  const std::string archive = run.setup.dir.eval_archive(stage, epoch, test.spec.name);
   const std::string partial = partial_answers_path(archive);
-  PromptFormat format = run.format;
+  PromptFormat format = run.data.format;
   format.prompt = *test.closed_book;
   std::vector<data::Example> questions;
   for (const auto& e : test.examples) questions.push_back(retrieval::closed_book(e));
   const auto answers = generate_answers(
-      run.model, format, questions, run.config.eval.max_new_tokens, run.config.eval.batch_size,
+      run.policy.model, format, questions, run.setup.config.eval.max_new_tokens,
+      run.setup.config.eval.batch_size,
       "eval " + stage + "-" + std::to_string(epoch) + " " + test.spec.name, partial);
   TestSet attributed = test;
   std::vector<std::string> cited;
@@ -248,7 +249,7 @@ void evaluate_closed_book(RunContext& run, const TestSet& test, const std::strin
   for (std::size_t i = 0; i < test.examples.size(); ++i) {
     auto a =
         retrieval::attribute_closed_book_answer(*test.corpus, test.examples[i], answers.answers[i],
-                                                std::size_t(run.config.eval.retrieval_k));
+                                                std::size_t(run.setup.config.eval.retrieval_k));
     attributed.examples[i] = std::move(a.example);
     cited.push_back(std::move(a.answer));
     uncited += a.uncited_sentences;
@@ -267,21 +268,21 @@ void evaluate_closed_book(RunContext& run, const TestSet& test, const std::strin
 
 void evaluate_all(RunContext& run, const std::string& stage, int epoch,
                   const std::string& checkpoint) {
-  for (const auto& test : run.test_sets) {
+  for (const auto& test : run.data.test_sets) {
     if (test.scenario == retrieval::Scenario::gtr) {
-      if (!file_exists(run.dir.eval_archive(stage, epoch, test.spec.name)))
+      if (!file_exists(run.setup.dir.eval_archive(stage, epoch, test.spec.name)))
         evaluate_closed_book(run, test, stage, epoch, checkpoint);
       continue;
     }
-    const std::string archive = run.dir.eval_archive(stage, epoch, test.spec.name);
+    const std::string archive = run.setup.dir.eval_archive(stage, epoch, test.spec.name);
     if (file_exists(archive)) {  // done before an interruption; corrections may be missing
       // Corrections re-cite among the given documents; a scenario's sets have none to add.
-      const auto& methods = run.config.eval.corrections;
-      const bool corrected =
-          test.scenario != retrieval::Scenario::given ||
-          std::all_of(methods.begin(), methods.end(), [&](const auto& name) {
-            return file_exists(run.dir.eval_archive(stage, epoch, test.spec.name + "+" + name));
-          });
+      const auto& methods = run.setup.config.eval.corrections;
+      const bool corrected = test.scenario != retrieval::Scenario::given ||
+                             std::all_of(methods.begin(), methods.end(), [&](const auto& name) {
+                               return file_exists(run.setup.dir.eval_archive(
+                                   stage, epoch, test.spec.name + "+" + name));
+                             });
       if (!corrected) {
         const auto done = read_eval_archive(archive);
         evaluate_corrections(run, test, stage, epoch, checkpoint, done.generations, done.prompts);
@@ -290,9 +291,9 @@ void evaluate_all(RunContext& run, const std::string& stage, int epoch,
     }
     const std::string label = "eval " + stage + "-" + std::to_string(epoch) + " " + test.spec.name;
     const std::string partial = partial_answers_path(archive);
-    auto answers =
-        generate_answers(run.model, run.format, test.examples, run.config.eval.max_new_tokens,
-                         run.config.eval.batch_size, label, partial);
+    auto answers = generate_answers(run.policy.model, run.data.format, test.examples,
+                                    run.setup.config.eval.max_new_tokens,
+                                    run.setup.config.eval.batch_size, label, partial);
     auto record = record_evaluation(run, test, test.spec.name, stage, epoch, checkpoint,
                                     answers.answers, answers.prompts);
     std::filesystem::remove(partial);

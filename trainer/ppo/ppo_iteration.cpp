@@ -10,37 +10,35 @@
 
 namespace citeforge::trainer {
 
-std::vector<data::Example> ppo_pool(const RunContext& run) {
-  const auto& c = run.config.ppo;
-  std::vector<data::Example> pool = run.train;
+std::vector<data::Example> ppo_pool(const RunConfig& config, const RunData& run_data) {
+  const auto& c = config.ppo;
+  std::vector<data::Example> pool = run_data.train;
   if (c.max_examples > 0 && int(pool.size()) > c.max_examples) pool.resize(c.max_examples);
   return pool;
 }
 
-std::vector<data::Example> ppo_prompt_batch(const RunContext& run, const std::string& stage,
+std::vector<data::Example> ppo_prompt_batch(const RunConfig& config, const std::string& stage,
                                             const std::vector<data::Example>& pool, int64_t it) {
-  data::Rng prompt_rng(
-      data::derive_seed(run.config.seed, stage + "/prompts/" + std::to_string(it)));
+  data::Rng prompt_rng(data::derive_seed(config.seed, stage + "/prompts/" + std::to_string(it)));
   std::vector<data::Example> batch;
-  for (auto i :
-       data::sample_indices(prompt_rng, pool.size(), std::size_t(run.config.ppo.batch_size)))
+  for (auto i : data::sample_indices(prompt_rng, pool.size(), std::size_t(config.ppo.batch_size)))
     batch.push_back(pool[i]);
   return batch;
 }
 
-RolloutOptions ppo_rollout_options(const RunContext& run, const std::string& stage, int64_t it) {
-  const auto& c = run.config.ppo;
+RolloutOptions ppo_rollout_options(const RunConfig& config, const std::string& stage, int64_t it) {
+  const auto& c = config.ppo;
   RolloutOptions options;
   options.temperature = c.temperature;
   options.top_p = c.top_p;
   options.max_new_tokens = c.max_new_tokens;
   options.missing_eos_penalty = c.missing_eos_penalty;
-  options.seed = data::derive_seed(run.config.seed, stage + "/sample/" + std::to_string(it));
+  options.seed = data::derive_seed(config.seed, stage + "/sample/" + std::to_string(it));
   return options;
 }
 
-uint64_t ppo_shuffle_seed(const RunContext& run, const std::string& stage, int64_t it) {
-  return data::derive_seed(run.config.seed, stage + "/shuffle/" + std::to_string(it));
+uint64_t ppo_shuffle_seed(const RunConfig& config, const std::string& stage, int64_t it) {
+  return data::derive_seed(config.seed, stage + "/shuffle/" + std::to_string(it));
 }
 
 int ppo_eval_index(const PpoSection& c, int64_t it) {
@@ -55,24 +53,25 @@ std::string ppo_checkpoint_name(const std::string& stage, int k) {
 
 void ppo_checkpoint_and_evaluate(RunContext& run, const std::string& stage, int64_t it,
                                  const std::function<void(const std::string&, int64_t)>& save) {
-  const auto& c = run.config.ppo;
+  const auto& c = run.setup.config.ppo;
   const int k = ppo_eval_index(c, it);
-  if (k || it % c.checkpoint_every == 0) save(run.dir.checkpoint(stage + "-last"), it);
+  if (k || it % c.checkpoint_every == 0) save(run.setup.dir.checkpoint(stage + "-last"), it);
   if (k) {
-    save(run.dir.checkpoint(ppo_checkpoint_name(stage, k)), it);
+    save(run.setup.dir.checkpoint(ppo_checkpoint_name(stage, k)), it);
     evaluate_all(run, stage, k, RunDir::relative_checkpoint(ppo_checkpoint_name(stage, k)));
   }
 }
 
-models::ValueHead make_ppo_value_head(const RunContext& run, const std::string& stage) {
-  torch::manual_seed(data::derive_seed(run.config.seed, stage + "/value_head"));
-  models::ValueHead value_head(models::width_scaled_value_head(run.model->config.hidden_size));
-  value_head->to(run.device);
+models::ValueHead make_ppo_value_head(const RunSetup& setup, const RunPolicy& policy,
+                                      const std::string& stage) {
+  torch::manual_seed(data::derive_seed(setup.config.seed, stage + "/value_head"));
+  models::ValueHead value_head(models::width_scaled_value_head(policy.model->config.hidden_size));
+  value_head->to(setup.device);
   return value_head;
 }
 
-NamedTensors ppo_trainable(RunContext& run, models::ValueHead& value_head) {
-  NamedTensors trainable = models::lora_parameters(run.model);
+NamedTensors ppo_trainable(RunPolicy& policy, models::ValueHead& value_head) {
+  NamedTensors trainable = models::lora_parameters(policy.model);
   for (auto& item : value_head->named_parameters())
     trainable.emplace_back("v_head." + item.key(), item.value());
   return trainable;

@@ -68,8 +68,8 @@ struct PpoRank {
 
 PpoRank ppo_rank(RunContext& run) {
   PpoRank r;
-  if (!run.dist) return r;
-  const DistRun& dist = *run.dist;
+  if (!run.setup.dist) return r;
+  const DistRun& dist = *run.setup.dist;
   r.group = dist.group.get();
   r.rank = r.group->rank();
   r.lead = r.rank == 0;
@@ -91,7 +91,7 @@ int64_t longest_sequence(const Trajectories& t) {
 LearnerShare learner_share(const RunContext& run, const PpoRank& me) {
   LearnerShare share;  // one learner: its own gradients, no collective
   if (!me.group || !me.learner) return share;
-  const auto& learners = run.dist->roles.learners;
+  const auto& learners = run.setup.dist->roles.learners;
   share.index = int(std::find(learners.begin(), learners.end(), me.rank) - learners.begin());
   share.count = me.learners;
   share.all_reduce_sum = [group = me.group](torch::Tensor& values, const std::string& phase) {
@@ -108,7 +108,7 @@ int64_t resume_ppo(RunContext& run, const std::string& stage, const PpoRank& me,
                    CheckpointContents& contents, std::optional<PpoLearner>& learner,
                    const std::string& last_dir) {
   int64_t done = 0;
-  if (me.learner && run.config.resume == Resume::automatic && fs::exists(last_dir)) {
+  if (me.learner && run.setup.config.resume == Resume::automatic && fs::exists(last_dir)) {
     TrainingState s = load_checkpoint(last_dir, contents);
     done = s.global_step;
     learner->kl.beta = s.extra.value("beta", learner->kl.beta);
@@ -126,9 +126,9 @@ int64_t resume_ppo(RunContext& run, const std::string& stage, const PpoRank& me,
   if (me.lead && done > 0) {
     std::fprintf(stderr, "[%s] resuming from %s after iteration %lld\n", stage.c_str(),
                  last_dir.c_str(), (long long)done);
-    append_jsonl(run.dir.metrics(),
+    append_jsonl(run.setup.dir.metrics(),
                  nlohmann::json{{"stage", stage}, {"event", "resume"}, {"iteration", done}}.dump());
-    if (int k = ppo_eval_index(run.config.ppo, done))
+    if (int k = ppo_eval_index(run.setup.config.ppo, done))
       evaluate_all(run, stage, k, RunDir::relative_checkpoint(ppo_checkpoint_name(stage, k)));
   }
   return done;
@@ -167,20 +167,21 @@ void add_communication(nlohmann::json& record, const PpoRank& me, const CommStat
 
 void run_ppo(RunContext& run, const std::string& stage) {
   const PpoRank me = ppo_rank(run);
-  const auto& c = run.config.ppo;
+  const auto& c = run.setup.config.ppo;
 
-  models::ValueHead value_head = make_ppo_value_head(run, stage);
+  models::ValueHead value_head = make_ppo_value_head(run.setup, run.policy, stage);
   std::optional<PpoLearner> learner;
-  if (me.learner) learner = make_ppo_learner(run.model, value_head, c, run.tokenizer->eos_id());
+  if (me.learner)
+    learner = make_ppo_learner(run.policy.model, value_head, c, run.data.tokenizer->eos_id());
   CheckpointContents contents{
-      {}, ppo_trainable(run, value_head), me.learner ? learner->optimizer.get() : nullptr};
+      {}, ppo_trainable(run.policy, value_head), me.learner ? learner->optimizer.get() : nullptr};
   contents.state.stage = stage;
   std::vector<torch::Tensor> weights;
   for (auto& [name, tensor] : contents.tensors) weights.push_back(tensor);
   const LearnerShare share = learner_share(run, me);
 
-  const std::vector<data::Example> pool = ppo_pool(run);
-  const std::string last_dir = run.dir.checkpoint(stage + "-last");
+  const std::vector<data::Example> pool = ppo_pool(run.setup.config, run.data);
+  const std::string last_dir = run.setup.dir.checkpoint(stage + "-last");
   auto phase = [&](int64_t it, const std::string& what) {
     return stage + " iteration " + std::to_string(it) + ": " + what;
   };
@@ -195,7 +196,7 @@ void run_ppo(RunContext& run, const std::string& stage) {
     contents.state.global_step = iteration;
     contents.state.epoch_complete = true;
     contents.state.extra = {{"beta", learner->kl.beta}};
-    save_checkpoint(dir, contents, adapter_files(run));
+    save_checkpoint(dir, contents, adapter_files(run.policy));
   };
 
   std::optional<Progress> progress;
@@ -203,7 +204,7 @@ void run_ppo(RunContext& run, const std::string& stage) {
   for (int64_t it = done + 1; it <= c.iterations; ++it) {
     const auto iteration_start = Clock::now();
     const CommStats before = me.group ? me.group->stats() : CommStats{};
-    std::vector<data::Example> batch = ppo_prompt_batch(run, stage, pool, it);
+    std::vector<data::Example> batch = ppo_prompt_batch(run.setup.config, stage, pool, it);
 
     // Rollout: each rollout rank generates its contiguous shard of the batch (one process: all
     // of it), every row sampled with the generator it has in the single-process batch.
@@ -211,7 +212,7 @@ void run_ppo(RunContext& run, const std::string& stage) {
     if (me.rollout_index >= 0) {
       auto [first, last] = shard_range(int64_t(batch.size()), me.rollout_ranks, me.rollout_index);
       std::vector<data::Example> mine(batch.begin() + first, batch.begin() + last);
-      RolloutOptions options = ppo_rollout_options(run, stage, it);
+      RolloutOptions options = ppo_rollout_options(run.setup.config, stage, it);
       options.first_row = first;
       shard.first_row = first;
       shard.trajectories = naming_out_of_memory(
@@ -221,7 +222,8 @@ void run_ppo(RunContext& run, const std::string& stage) {
           },
           [&] {
             maybe_out_of_memory_at(stage + "/rollout", it);
-            return rollout(run.model, run.format, mine, options, run.metric_options);
+            return rollout(run.policy.model, run.data.format, mine, options,
+                           run.data.metric_options);
           });
       shard.trajectories.policy_version = version;
     }
@@ -247,8 +249,8 @@ void run_ppo(RunContext& run, const std::string& stage) {
           },
           [&] {
             maybe_out_of_memory_at(stage + "/update", it);
-            return ppo_update(*learner, trajectories, ppo_shuffle_seed(run, stage, it), it, share,
-                              phase(it, "gradients"), report);
+            return ppo_update(*learner, trajectories, ppo_shuffle_seed(run.setup.config, stage, it),
+                              it, share, phase(it, "gradients"), report);
           });
     version = it;
     int64_t weight_bytes = 0;
@@ -261,7 +263,7 @@ void run_ppo(RunContext& run, const std::string& stage) {
       if (it % c.log_every == 0 || it == c.iterations) {
         auto record = ppo_metrics_record(stage, it, stats, rollout_s);
         if (me.group) add_communication(record, me, before, version, iteration_s, weight_bytes);
-        append_jsonl(run.dir.metrics(), record.dump());
+        append_jsonl(run.setup.dir.metrics(), record.dump());
         progress->update(it, ppo_status_line(stats, rollout_s));
       }
       ppo_checkpoint_and_evaluate(run, stage, it, save);

@@ -8,8 +8,8 @@
 
 namespace citeforge::trainer {
 
-// Sets run.tokenizer, run.format.tokenizer and run.base_model_dir (after load_data: a built
-// model learns from the run's examples).
+// Sets run.data.tokenizer, run.data.format.tokenizer and run.policy.base_model_dir (after
+// load_data: a built model learns from the run's examples).
 void prepare_base_model(RunContext& run);
 
 }  // namespace citeforge::trainer

@@ -16,18 +16,18 @@
 namespace citeforge::trainer {
 namespace {
 
-std::string resolve_data_path(const RunContext& run, const std::string& path) {
+std::string resolve_data_path(const RunSetup& setup, const std::string& path) {
   if (path.rfind("synth:", 0) == 0)
-    return data::synth_split_path(run.dir.data_dir(), path.substr(6));
+    return data::synth_split_path(setup.dir.data_dir(), path.substr(6));
   return path;
 }
 
 // Examples from a data path of the config (see TestSetSpec): JSONL, the generated world, or a
 // SynSciQA file imported on the fly (what it could not parse is reported, never dropped
 // silently).
-std::vector<data::Example> read_data(const RunContext& run, const std::string& path,
+std::vector<data::Example> read_data(const RunSetup& setup, const std::string& path,
                                      const std::string& golden) {
-  if (!is_synsciqa_path(path)) return data::read_examples_jsonl(resolve_data_path(run, path));
+  if (!is_synsciqa_path(path)) return data::read_examples_jsonl(resolve_data_path(setup, path));
   data::SynsciqaReport report;
   auto examples = data::import_synsciqa(
       path, golden.empty() ? std::nullopt : std::optional<std::string>(golden), &report);
@@ -71,27 +71,27 @@ std::vector<data::Example> seeded_subset(const std::vector<data::Example>& examp
 
 }  // namespace
 
-void load_data(RunContext& run) {
-  const auto& c = run.config;
-  if (c.data.synth_enabled && !file_exists(data::synth_config_path(run.dir.data_dir()))) {
-    say("generating the synthetic citation world into " + run.dir.data_dir());
-    data::write_synth(data::generate_synth(c.data.synth), run.dir.data_dir());
+void load_data(const RunSetup& setup, RunData& run_data) {
+  const auto& c = setup.config;
+  if (c.data.synth_enabled && !file_exists(data::synth_config_path(setup.dir.data_dir()))) {
+    say("generating the synthetic citation world into " + setup.dir.data_dir());
+    data::write_synth(data::generate_synth(c.data.synth), setup.dir.data_dir());
   }
-  run.train = read_data(run, c.data.train, c.data.train_golden);
-  const std::string holdout_file = run.dir.holdout();
+  run_data.train = read_data(setup, c.data.train, c.data.train_golden);
+  const std::string holdout_file = setup.dir.holdout();
   std::vector<data::Example> holdout;
   if (c.data.holdout > 0) {
-    holdout = hold_out(run.train, c.data.holdout, c.seed, c.file);
+    holdout = hold_out(run_data.train, c.data.holdout, c.seed, c.file);
     // Written for reading and for `score`; every rank draws the same split from the seed.
-    if (is_lead(run)) {
-      std::filesystem::create_directories(run.dir.data_dir());
+    if (is_lead(setup)) {
+      std::filesystem::create_directories(setup.dir.data_dir());
       data::write_examples_jsonl(holdout_file, holdout);
     }
   }
   if (c.data.synth_enabled && c.data.synth.pretrain > 0 && c.pretrain.enabled &&
-      !models::has_model_weights(run.dir.base_model()))
-    run.pretrain_reading =
-        data::read_examples_jsonl(data::synth_split_path(run.dir.data_dir(), "pretrain"));
+      !models::has_model_weights(setup.dir.base_model()))
+    run_data.pretrain_reading =
+        data::read_examples_jsonl(data::synth_split_path(setup.dir.data_dir(), "pretrain"));
   std::vector<TestSet> in_scenarios;
   // GTR's prompt, read once for every test set that is evaluated closed-book.
   std::shared_ptr<const data::PromptTemplate> closed_book;
@@ -102,8 +102,8 @@ void load_data(RunContext& run) {
     const bool held = spec.path == "holdout";
     TestSet t;
     t.spec = spec;
-    t.examples = held ? holdout : read_data(run, spec.path, spec.golden);
-    t.spec.path = held ? holdout_file : resolve_data_path(run, spec.path);
+    t.examples = held ? holdout : read_data(setup, spec.path, spec.golden);
+    t.spec.path = held ? holdout_file : resolve_data_path(setup, spec.path);
     // The retrieval corpus is the whole file's sources, not the sample's: a retriever faces
     // every passage the data set has.
     std::shared_ptr<const retrieval::Corpus> corpus;
@@ -125,18 +125,18 @@ void load_data(RunContext& run) {
           s.closed_book = closed_book;
         in_scenarios.push_back(std::move(s));
       }
-    run.test_sets.push_back(std::move(t));
+    run_data.test_sets.push_back(std::move(t));
   }
-  for (auto& t : in_scenarios) run.test_sets.push_back(std::move(t));
+  for (auto& t : in_scenarios) run_data.test_sets.push_back(std::move(t));
   std::string sizes;
-  for (const auto& t : run.test_sets)
+  for (const auto& t : run_data.test_sets)
     sizes += ", " + t.spec.name + " " + std::to_string(t.examples.size()) +
              (t.spec.sample > 0 ? " (seeded sample)" : "") +
              (t.spec.path == holdout_file ? " (held out of train)" : "") +
              (t.corpus ? " (BM25 top " + std::to_string(c.eval.retrieval_k) + " of " +
                              std::to_string(t.corpus->passages.size()) + " passages)"
                        : "");
-  say("data: train " + std::to_string(run.train.size()) + sizes);
+  say("data: train " + std::to_string(run_data.train.size()) + sizes);
 }
 
 }  // namespace citeforge::trainer

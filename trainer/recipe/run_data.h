@@ -8,7 +8,8 @@
 
 namespace citeforge::trainer {
 
-// Fills run.train, run.test_sets and run.pretrain_reading, and says their sizes.
-void load_data(RunContext& run);
+// Fills the training set, the test sets and the pre-training reading split, and says their
+// sizes.
+void load_data(const RunSetup& setup, RunData& run_data);
 
 }  // namespace citeforge::trainer

@@ -13,13 +13,13 @@ namespace {
 
 // One line per selected checkpoint: where it is, its validation score and its scores on the
 // other test sets; selection.json holds the intervals and every metric.
-void print_selection(const RunContext& run) {
+void print_selection(const RunSetup& setup) {
   auto fixed3 = [](double v) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.3f", v);
     return std::string(buf);
   };
-  const std::string path = run.dir.selection();
+  const std::string path = setup.dir.selection();
   if (!file_exists(path)) return;
   const auto selection = nlohmann::json::parse(read_file(path));
   std::printf("Selected checkpoints (by %s on '%s'; details in %s):\n",
@@ -40,20 +40,20 @@ void print_selection(const RunContext& run) {
 
 }  // namespace
 
-void print_run_tables(const RunContext& run) {
+void print_run_tables(const RunSetup& setup, const RunData& run_data) {
   // Table 3's roles come from the run's config (table3_roles), as for `citeforge tables RUN`.
   TablesOptions options;
-  options.metric = run.config.selection.metric;
-  options.validation = run.config.selection.test_set;
-  auto tabled = table_run(run.dir.root, options);
+  options.metric = setup.config.selection.metric;
+  options.validation = setup.config.selection.test_set;
+  auto tabled = table_run(setup.dir.root, options);
   for (const auto& warning : tabled.plots.warnings) say("plots: " + warning);
-  for (const auto& t : run.test_sets) {
+  for (const auto& t : run_data.test_sets) {
     std::vector<std::string> names = {t.spec.name};  // then its corrected answers
-    for (const auto& method : run.config.eval.corrections)
+    for (const auto& method : setup.config.eval.corrections)
       names.push_back(t.spec.name + "+" + method);
     for (const auto& name : names) {
       const std::string file =
-          (std::filesystem::path(run.dir.tables()) / table2_file(name)).string();
+          (std::filesystem::path(setup.dir.tables()) / table2_file(name)).string();
       if (!file_exists(file)) continue;
       const char* scenario = t.scenario == retrieval::Scenario::rtg   ? ", retrieve-then-generate"
                              : t.scenario == retrieval::Scenario::gtr ? ", generate-then-retrieve"
@@ -63,7 +63,7 @@ void print_run_tables(const RunContext& run) {
                   read_file(file).c_str());
     }
   }
-  print_selection(run);
+  print_selection(setup);
 }
 
 }  // namespace citeforge::trainer

@@ -6,6 +6,6 @@
 
 namespace citeforge::trainer {
 
-void print_run_tables(const RunContext& run);
+void print_run_tables(const RunSetup& setup, const RunData& run_data);
 
 }  // namespace citeforge::trainer

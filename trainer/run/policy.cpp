@@ -15,22 +15,22 @@ models::LlamaForCausalLM load_base(const std::string& dir, Dtype dtype, Quantiza
   return models::load_model(dir, load);
 }
 
-void load_policy(RunContext& run) {
-  const auto& m = run.config.model;
-  run.model = load_base(run.base_model_dir, m.dtype, m.quantization, run.device);
+void load_policy(const RunSetup& setup, RunPolicy& policy) {
+  const auto& m = setup.config.model;
+  policy.model = load_base(policy.base_model_dir, m.dtype, m.quantization, setup.device);
   const bool nf4 = m.quantization == Quantization::nf4;
-  torch::manual_seed(run.config.seed);
-  run.lora.spec = {run.config.lora.r, run.config.lora.alpha, run.config.lora.dropout};
-  run.lora.target_modules = run.config.lora.target_modules;
-  auto adapted = models::attach_lora(run.model, run.lora);
+  torch::manual_seed(setup.config.seed);
+  policy.lora.spec = {setup.config.lora.r, setup.config.lora.alpha, setup.config.lora.dropout};
+  policy.lora.target_modules = setup.config.lora.target_modules;
+  auto adapted = models::attach_lora(policy.model, policy.lora);
   int64_t trainable = 0, total = 0;
-  for (auto& p : run.model->parameters()) {
+  for (auto& p : policy.model->parameters()) {
     total += p.numel();
     if (p.requires_grad()) trainable += p.numel();
   }
   say(std::string("policy: ") + (nf4 ? "NF4" : "dense") + " base, " +
       std::to_string(adapted.size()) + " LoRA-adapted layers (r " +
-      std::to_string(run.lora.spec.r) + "), " + std::to_string(trainable) + " trainable of " +
+      std::to_string(policy.lora.spec.r) + "), " + std::to_string(trainable) + " trainable of " +
       std::to_string(total) + " parameters");
 }
 

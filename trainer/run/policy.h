@@ -11,8 +11,8 @@ namespace citeforge::trainer {
 models::LlamaForCausalLM load_base(const std::string& dir, Dtype dtype, Quantization quantization,
                                    torch::Device device = torch::kCPU);
 
-// Sets run.model (load_base with fresh adapters) and run.lora from run.base_model_dir and the
-// config, and says what it built.
-void load_policy(RunContext& run);
+// Sets run.policy.model (load_base with fresh adapters) and run.policy.lora from
+// run.policy.base_model_dir and the config, and says what it built.
+void load_policy(const RunSetup& setup, RunPolicy& policy);
 
 }  // namespace citeforge::trainer

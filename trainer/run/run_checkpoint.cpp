@@ -23,8 +23,9 @@ void load_trainable(const std::string& dir, NamedTensors tensors) {
   }
 }
 
-std::vector<std::pair<std::string, std::string>> adapter_files(RunContext& run) {
-  return models::peft_adapter_files(run.model, run.lora, fs::absolute(run.base_model_dir).string());
+std::vector<std::pair<std::string, std::string>> adapter_files(RunPolicy& policy) {
+  return models::peft_adapter_files(policy.model, policy.lora,
+                                    fs::absolute(policy.base_model_dir).string());
 }
 
 std::string adapter_base_model(const std::string& adapter_dir) {

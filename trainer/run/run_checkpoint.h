@@ -13,7 +13,7 @@ namespace citeforge::trainer {
 
 // The policy's adapters as peft files (adapter_model.safetensors, adapter_config.json), written
 // into every checkpoint so `citeforge generate --adapter` and Python peft can use it directly.
-std::vector<std::pair<std::string, std::string>> adapter_files(RunContext& run);
+std::vector<std::pair<std::string, std::string>> adapter_files(RunPolicy& policy);
 
 // Loads the trainable tensors (adapters, value head) of checkpoint `dir` into `tensors`, after
 // verifying the checkpoint's checksums; a tensor the checkpoint lacks is an Error naming it.

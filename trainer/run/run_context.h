@@ -1,5 +1,10 @@
-// What every stage of a run shares: the resolved config, the run directory, the device, the
-// examples, the prompt format and the policy model. Built once by the pipeline.
+// What a run knows, in three parts built one after the other by the pipeline
+// (trainer/recipe/recipe.cpp), so that a step can be handed only the part it reads:
+//   RunSetup   before anything is read: the resolved config, the run directory, the device and
+//              dtype, the process group;
+//   RunData    the examples and how prompts are written (load_data, the base model's tokenizer);
+//   RunPolicy  the model being trained (load_policy).
+// A stage that needs all three (SFT, PPO, evaluation) takes the RunContext that holds them.
 #pragma once
 
 #include <memory>
@@ -32,21 +37,33 @@ struct TestSet {
 
 struct DistRun;  // trainer/distributed/dist_run.h
 
-struct RunContext {
+struct RunSetup {
   RunConfig config;
   RunDir dir;
   torch::Device device = torch::kCPU;
   torch::Dtype dtype = torch::kFloat32;
+  DistRun* dist = nullptr;  // set when several processes run this config together
+};
+
+struct RunData {
   std::vector<data::Example> train;
   std::vector<data::Example> pretrain_reading;  // data.synth.pretrain: prompts to pre-train on
   std::vector<TestSet> test_sets;
   std::unique_ptr<models::Tokenizer> tokenizer;
   PromptFormat format;
+  rewards::MetricOptions metric_options;
+};
+
+struct RunPolicy {
   std::string base_model_dir;  // HF layout
   models::LlamaForCausalLM model{nullptr};
   models::LoraConfig lora;
-  rewards::MetricOptions metric_options;
-  DistRun* dist = nullptr;  // set when several processes run this config together
+};
+
+struct RunContext {
+  RunSetup setup;
+  RunData data;
+  RunPolicy policy;
 };
 
 }  // namespace citeforge::trainer
