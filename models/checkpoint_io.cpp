@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "models/model_tensors.h"
 
 namespace citeforge::models {
 namespace {
@@ -51,16 +52,20 @@ void load_weights(LlamaForCausalLM& model, const SafetensorsCheckpoint& checkpoi
   for (auto& item : model->named_parameters()) {
     const std::string& name = item.key();
     if (is_adapter(name)) continue;
-    entry_of(checkpoint, name, item.value().sizes());
-    item.value().copy_(checkpoint.get(name));
+    const auto& entry = entry_of(checkpoint, name, item.value().sizes());
+    const auto stored = checkpoint.get(name);
+    check_finite(entry.file, name, stored);
+    item.value().copy_(stored);
     used.insert(name);
   }
   for (auto& item : model->named_modules("", /*include_self=*/false)) {
     auto linear = std::dynamic_pointer_cast<LinearImpl>(item.value());
     if (!linear || linear->weight.defined() || linear->is_nf4()) continue;
     const std::string name = item.key() + ".weight";
-    entry_of(checkpoint, name, {linear->out_features, linear->in_features});
-    linear->set_nf4(nf4_quantize(checkpoint.get(name).to(quantize_device, torch::kFloat32)));
+    const auto& entry = entry_of(checkpoint, name, {linear->out_features, linear->in_features});
+    const auto stored = checkpoint.get(name);
+    check_finite(entry.file, name, stored);
+    linear->set_nf4(nf4_quantize(stored.to(quantize_device, torch::kFloat32)));
     used.insert(name);
   }
   for (const auto& [name, entry] : checkpoint.tensors)
@@ -76,6 +81,10 @@ LlamaForCausalLM load_model(const std::string& dir, const LoadOptions& options) 
   if (!fs::is_directory(dir)) fail_at(dir, "", "model directory does not exist");
   ModelConfig config = read_model_config((fs::path(dir) / "config.json").string());
   auto checkpoint = open_safetensors(dir);
+  // The whole checkpoint against the config before anything is allocated.
+  std::map<std::string, std::vector<int64_t>> present;
+  for (const auto& [name, entry] : checkpoint.tensors) present[name] = entry.shape;
+  check_model_tensors(config, present, checkpoint.location, ignorable);
   LlamaForCausalLM model(config, /*allocate_block_linears=*/!options.nf4);
   load_weights(model, checkpoint, options.device);
   model->to(options.device, options.dtype);

@@ -285,12 +285,16 @@ GgufFile read_gguf(const std::string& path) {
   return file;
 }
 
-torch::Tensor dequantize(const GgufFile& file, const GgufTensor& tensor) {
-  auto layout = layout_of(tensor.type);
-  if (layout.block == 0)
+void require_supported_type(const GgufFile& file, const GgufTensor& tensor) {
+  if (layout_of(tensor.type).block == 0)
     fail_at(file.path, "tensor '" + tensor.name + "'",
             "unsupported tensor type " + ggml_type_name(tensor.type) +
                 " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1)");
+}
+
+torch::Tensor dequantize(const GgufFile& file, const GgufTensor& tensor) {
+  require_supported_type(file, tensor);
+  auto layout = layout_of(tensor.type);
   std::vector<int64_t> shape(tensor.dims.rbegin(), tensor.dims.rend());
   int64_t count = 1;
   for (auto d : shape) count *= d;

@@ -90,4 +90,7 @@ GgufFile read_gguf(const std::string& path);
 // naming the file, the tensor and its type.
 torch::Tensor dequantize(const GgufFile& file, const GgufTensor& tensor);
 
+// An Error naming the tensor when dequantize() cannot read its type.
+void require_supported_type(const GgufFile& file, const GgufTensor& tensor);
+
 }  // namespace citeforge::models

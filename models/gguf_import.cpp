@@ -3,11 +3,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "models/model_tensors.h"
 #include "models/safetensors.h"
 
 namespace citeforge::models {
@@ -85,6 +89,9 @@ ModelConfig gguf_model_config(const GgufFile& file) {
   if (c.num_heads % c.num_kv_heads != 0)
     fail_at(file.path, "key '" + arch_key(file, "attention.head_count_kv") + "'",
             "does not divide the head count");
+  if (!file.has(arch_key(file, "attention.key_length")) && c.hidden_size % c.num_heads != 0)
+    fail_at(file.path, "key '" + arch_key(file, "attention.head_count") + "'",
+            "does not divide the embedding length " + std::to_string(c.hidden_size));
   c.head_dim = file.has(arch_key(file, "attention.key_length"))
                    ? positive_key(file, arch_key(file, "attention.key_length"))
                    : c.hidden_size / c.num_heads;
@@ -128,6 +135,7 @@ std::vector<std::pair<std::string, torch::Tensor>> gguf_hf_weights(const GgufFil
     if (name.empty())
       fail_at(file.path, "tensor '" + t.name + "'", "not part of a Llama checkpoint");
     torch::Tensor w = dequantize(file, t);
+    check_finite(file.path, t.name, w);
     if (name.ends_with("q_proj.weight")) w = unpermute_rows(w, config.num_heads);
     if (name.ends_with("k_proj.weight")) w = unpermute_rows(w, config.num_kv_heads);
     out.emplace_back(std::move(name), std::move(w));
@@ -189,6 +197,30 @@ std::string gguf_chat_template(const GgufFile& file) {
              : "";
 }
 
+namespace {
+
+// A killed import leaves its work folder (PREFIX<pid>, or PREFIX<pid>.importing-<pid> when the
+// cache's import was killed inside import_gguf) behind: the next import in the same place removes
+// those whose process is gone, and says so.
+void remove_abandoned(const fs::path& parent, const std::string& prefix,
+                      void (*log)(const std::string&)) {
+  std::error_code error;
+  if (!fs::is_directory(parent, error)) return;
+  for (const auto& entry : fs::directory_iterator(parent, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    const std::string pid_text = rest.substr(0, rest.find_first_not_of("0123456789"));
+    if (pid_text.empty() || pid_text.size() > 9) continue;
+    const pid_t pid = pid_t(std::stol(pid_text));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or unsure
+    fs::remove_all(entry.path(), error);
+    if (!error && log) log("removed " + entry.path().string() + ", left by a killed import");
+  }
+}
+
+}  // namespace
+
 void import_gguf(const std::string& gguf_path, const std::string& out_dir,
                  void (*log)(const std::string&)) {
   auto say = [&](const std::string& line) {
@@ -198,6 +230,16 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
     fail_at(out_dir, "", "output directory exists and is not empty");
   GgufFile file = read_gguf(gguf_path);
   ModelConfig config = gguf_model_config(file);
+  // Every tensor the metadata implies, with its shape, before anything is dequantised or written.
+  std::map<std::string, std::vector<int64_t>> present;
+  for (const auto& t : file.tensors) {
+    const std::string name = hf_name(t.name);
+    if (name.empty())
+      fail_at(file.path, "tensor '" + t.name + "'", "not part of a Llama checkpoint");
+    require_supported_type(file, t);
+    present[name] = std::vector<int64_t>(t.dims.rbegin(), t.dims.rend());
+  }
+  check_model_tensors(config, present, gguf_path);
   BpeVocabulary vocab = gguf_vocabulary(file);
   if (static_cast<int64_t>(vocab.tokens.size()) > config.vocab_size)
     fail_at(gguf_path, "key 'tokenizer.ggml.tokens'", "more tokens than the model's vocab size");
@@ -209,6 +251,7 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
   const fs::path target = fs::absolute(out_dir);
   const fs::path temp = target.parent_path() / ("." + target.filename().string() + ".importing-" +
                                                 std::to_string(::getpid()));
+  remove_abandoned(target.parent_path(), "." + target.filename().string() + ".importing-", log);
   fs::remove_all(temp);
   fs::create_directories(temp);
   try {
@@ -253,6 +296,8 @@ std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::
   // Several processes may import the same file at once (ranks, parallel tests): each writes its
   // own directory and the first rename wins; the others find the directory in place.
   const fs::path mine = dir.string() + ".by-" + std::to_string(::getpid());
+  remove_abandoned(dir.parent_path(), dir.filename().string() + ".by-", log);
+  remove_abandoned(dir.parent_path(), "." + dir.filename().string() + ".by-", log);
   fs::remove_all(mine);
   import_gguf(gguf_path, mine.string(), log);
   std::error_code error;

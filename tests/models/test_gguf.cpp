@@ -1,4 +1,9 @@
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -42,20 +47,28 @@ std::vector<float> values_of(const torch::Tensor& t) {
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
 }
 
-// A complete two-layer Llama GGUF with a byte-level vocabulary of 256 bytes, two merges and two
+// What a hostile variant of the tiny GGUF changes: metadata that contradicts its tensors, a
+// missing tensor, NaN weights.
+struct TinyGgufOptions {
+  uint32_t block_count = 1, embedding_length = 8, head_count = 2;
+  bool without_ffn_down = false;
+  bool nan_in_up = false;
+};
+
+// A complete one-layer Llama GGUF with a byte-level vocabulary of 256 bytes, two merges and two
 // special tokens; q/k stored permuted the way llama.cpp writes them.
 struct TinyGguf {
   GgufBuilder b;
   std::map<std::string, torch::Tensor> hf;  // the HF-order weights it encodes
 
-  TinyGguf() {
+  explicit TinyGguf(const TinyGgufOptions& o = {}) {
     const int64_t hidden = 8, heads = 2, kv_heads = 1, head_dim = 4, ffn = 16;
     b.str("general.architecture", "llama");
-    b.u32("llama.block_count", 1);
+    b.u32("llama.block_count", o.block_count);
     b.u32("llama.context_length", 64);
-    b.u32("llama.embedding_length", hidden);
+    b.u32("llama.embedding_length", o.embedding_length);
     b.u32("llama.feed_forward_length", ffn);
-    b.u32("llama.attention.head_count", heads);
+    b.u32("llama.attention.head_count", o.head_count);
     b.u32("llama.attention.head_count_kv", kv_heads);
     b.f32("llama.rope.freq_base", 10000.0f);
     b.f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
@@ -99,9 +112,12 @@ struct TinyGguf {
         torch::randn({hidden, heads * head_dim}));
     add("blk.0.ffn_gate.weight", "model.layers.0.mlp.gate_proj.weight",
         torch::randn({ffn, hidden}));
-    add("blk.0.ffn_up.weight", "model.layers.0.mlp.up_proj.weight", torch::randn({ffn, hidden}));
-    add("blk.0.ffn_down.weight", "model.layers.0.mlp.down_proj.weight",
-        torch::randn({hidden, ffn}));
+    auto up = torch::randn({ffn, hidden});
+    if (o.nan_in_up) up[3][1] = std::nan("");
+    add("blk.0.ffn_up.weight", "model.layers.0.mlp.up_proj.weight", up);
+    if (!o.without_ffn_down)
+      add("blk.0.ffn_down.weight", "model.layers.0.mlp.down_proj.weight",
+          torch::randn({hidden, ffn}));
   }
 };
 
@@ -275,4 +291,63 @@ TEST_CASE("GGUF import refuses other architectures, tokenizers and tensors, writ
   CHECK_THROWS_WITH(models::import_gguf(path, (root / "full").string()),
                     Contains("exists and is not empty"));
   CHECK(fs::exists(root / "full" / "keep.txt"));
+}
+
+TEST_CASE("GGUF metadata that contradicts its tensors, and NaN weights, import nothing",
+          "[models][gguf][import][errors]") {
+  const auto root = testing::temp_dir("gguf_hostile");
+  auto import_error = [&](const TinyGgufOptions& options, const std::string& tag) {
+    TinyGguf t(options);
+    const auto path = (root / (tag + ".gguf")).string();
+    std::ofstream(path, std::ios::binary) << t.b.bytes();
+    const auto out = (root / tag).string();
+    std::string message;
+    try {
+      models::import_gguf(path, out);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    CHECK_FALSE(fs::exists(out));
+    for (const auto& entry : fs::directory_iterator(root))
+      CHECK(entry.path().filename().string().find("importing") == std::string::npos);
+    CHECK_THAT(message, Contains(path));
+    CHECK(message.find('\n') == std::string::npos);  // one line
+    return message;
+  };
+  TinyGgufOptions layers;
+  layers.block_count = 4000000000u;  // far beyond the tensors: once a bad_alloc
+  CHECK_THAT(import_error(layers, "layers"), Contains("4000000000 layers") && Contains("too few"));
+  TinyGgufOptions width;
+  width.embedding_length = 16;
+  CHECK_THAT(import_error(width, "width"),
+             Contains("tensor 'model.embed_tokens.weight'") && Contains("does not match"));
+  TinyGgufOptions missing;
+  missing.without_ffn_down = true;
+  CHECK_THAT(import_error(missing, "missing"),
+             Contains("tensor 'model.layers.0.mlp.down_proj.weight'") && Contains("missing"));
+  TinyGgufOptions heads;
+  heads.head_count = 3;  // does not divide the width 8: once LibTorch's trace
+  CHECK_THAT(import_error(heads, "heads"),
+             Contains("llama.attention.head_count") && Contains("does not divide"));
+  TinyGgufOptions nan;
+  nan.nan_in_up = true;
+  CHECK_THAT(import_error(nan, "nan"),
+             Contains("tensor 'blk.0.ffn_up.weight'") && Contains("1 of its 128 values are NaN"));
+}
+
+TEST_CASE("an import killed midway leaves a folder the next import removes",
+          "[models][gguf][import]") {
+  const auto root = testing::temp_dir("gguf_abandoned");
+  // A process id that is not running: the highest ones are the least likely to be taken.
+  pid_t gone = 4194000;
+  while (::kill(gone, 0) == 0 || errno != ESRCH) --gone;
+  const auto abandoned = root / (".model.importing-" + std::to_string(gone));
+  fs::create_directories(abandoned);
+  std::ofstream(abandoned / "model.safetensors") << "half";
+  TinyGguf t;
+  const auto path = (root / "ok.gguf").string();
+  std::ofstream(path, std::ios::binary) << t.b.bytes();
+  models::import_gguf(path, (root / "model").string());
+  CHECK_FALSE(fs::exists(abandoned));
+  CHECK(fs::exists(root / "model" / "model.safetensors"));
 }

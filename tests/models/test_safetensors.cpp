@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -133,6 +134,51 @@ TEST_CASE("loading weights rejects missing, extra and mis-shaped tensors",
   });
   CHECK_THROWS_WITH(models::load_weights(model, misshaped),
                     Contains("tensor 'model.norm.weight'") && Contains("does not match"));
+}
+
+TEST_CASE("an HF directory whose config contradicts its tensors, or with NaN weights, is refused",
+          "[models][safetensors][errors]") {
+  const auto fixture = testing::source_path("tests/fixtures/models/llama_tied");
+  const auto original = models::open_safetensors(fixture);
+  auto directory = [&](const std::string& tag, auto edit_config, auto edit_tensors) {
+    const auto dir = testing::temp_dir(tag);
+    auto config = nlohmann::json::parse(read_file(fixture + "/config.json"));
+    edit_config(config);
+    write_file_atomically((dir / "config.json").string(), config.dump());
+    std::vector<std::pair<std::string, torch::Tensor>> tensors;
+    for (const auto& name : original.names())
+      tensors.emplace_back(name, original.get(name).clone());
+    edit_tensors(tensors);
+    models::write_safetensors((dir / "model.safetensors").string(), tensors);
+    return dir.string();
+  };
+  auto keep = [](auto&) {};
+  // A layer count far beyond the tensors: refused before anything is allocated (it once ran
+  // until it was killed).
+  const auto layers = directory(
+      "hf_layers", [](auto& c) { c["num_hidden_layers"] = 100000000; }, keep);
+  CHECK_THROWS_WITH(models::load_model(layers),
+                    Contains(layers) && Contains("100000000 layers") && Contains("too few"));
+  const auto width = directory(
+      "hf_width", [](auto& c) { c["intermediate_size"] = 64; }, keep);
+  CHECK_THROWS_WITH(models::load_model(width), Contains("tensor 'model.layers.0.mlp.") &&
+                                                   Contains("does not match the config"));
+  const auto nan = directory(
+      "hf_nan", [](auto&) {},
+      [](auto& tensors) {
+        for (auto& [name, t] : tensors)
+          if (name == "model.layers.1.mlp.up_proj.weight") {
+            t[0][0] = std::nan("");
+            t[1][2] = INFINITY;
+          }
+      });
+  for (bool nf4 : {false, true}) {
+    models::LoadOptions options;
+    options.nf4 = nf4;
+    CHECK_THROWS_WITH(models::load_model(nan, options),
+                      Contains("tensor 'model.layers.1.mlp.up_proj.weight'") &&
+                          Contains("2 of its") && Contains("NaN or infinite"));
+  }
 }
 
 TEST_CASE("save_model writes an HF directory that loads back identically",

@@ -1,0 +1,88 @@
+#include "models/model_tensors.h"
+
+#include "common/error.h"
+
+namespace citeforge::models {
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+// Parameters of one decoder block.
+int64_t tensors_per_layer(const ModelConfig& c) {
+  return 9 + (c.qkv_bias ? 3 : 0) + (c.o_bias ? 1 : 0) + (c.qk_norm ? 2 : 0);
+}
+
+}  // namespace
+
+std::map<std::string, std::vector<int64_t>> expected_tensor_shapes(const ModelConfig& c) {
+  const int64_t H = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim,
+                I = c.intermediate_size;
+  std::map<std::string, std::vector<int64_t>> shapes{
+      {"model.embed_tokens.weight", {c.vocab_size, H}}, {"model.norm.weight", {H}}};
+  if (!c.tie_word_embeddings) shapes["lm_head.weight"] = {c.vocab_size, H};
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    shapes[p + "input_layernorm.weight"] = {H};
+    shapes[p + "post_attention_layernorm.weight"] = {H};
+    shapes[p + "self_attn.q_proj.weight"] = {q, H};
+    shapes[p + "self_attn.k_proj.weight"] = {kv, H};
+    shapes[p + "self_attn.v_proj.weight"] = {kv, H};
+    shapes[p + "self_attn.o_proj.weight"] = {H, q};
+    shapes[p + "mlp.gate_proj.weight"] = {I, H};
+    shapes[p + "mlp.up_proj.weight"] = {I, H};
+    shapes[p + "mlp.down_proj.weight"] = {H, I};
+    if (c.qkv_bias) {
+      shapes[p + "self_attn.q_proj.bias"] = {q};
+      shapes[p + "self_attn.k_proj.bias"] = {kv};
+      shapes[p + "self_attn.v_proj.bias"] = {kv};
+    }
+    if (c.o_bias) shapes[p + "self_attn.o_proj.bias"] = {H};
+    if (c.qk_norm) {
+      shapes[p + "self_attn.q_norm.weight"] = {c.head_dim};
+      shapes[p + "self_attn.k_norm.weight"] = {c.head_dim};
+    }
+  }
+  return shapes;
+}
+
+void check_model_tensors(const ModelConfig& c,
+                         const std::map<std::string, std::vector<int64_t>>& present,
+                         const std::string& location, bool (*ignorable)(const std::string&)) {
+  const int64_t most_layers = int64_t(present.size()) / tensors_per_layer(c);
+  if (c.num_layers > most_layers)
+    fail_at(location, "the layer count",
+            "the config says " + std::to_string(c.num_layers) + " layers, but the file holds " +
+                std::to_string(present.size()) + " tensors, too few for more than " +
+                std::to_string(most_layers));
+  const auto expected = expected_tensor_shapes(c);
+  for (const auto& [name, shape] : expected) {
+    auto it = present.find(name);
+    if (it == present.end())
+      fail_at(location, "tensor '" + name + "'", "missing (the config implies it)");
+    if (it->second != shape)
+      fail_at(
+          location, "tensor '" + name + "'",
+          "shape " + shape_text(it->second) + " does not match the config's " + shape_text(shape));
+  }
+  for (const auto& [name, shape] : present)
+    if (!expected.count(name) && !(ignorable && ignorable(name)))
+      fail_at(location, "tensor '" + name + "'",
+              c.tie_word_embeddings && name == "lm_head.weight"
+                  ? "unexpected: the config ties the LM head to the embeddings"
+                  : "unexpected tensor (not a parameter of " + c.architecture + ")");
+}
+
+void check_finite(const std::string& location, const std::string& name, const torch::Tensor& t) {
+  if (!t.is_floating_point()) return;
+  const int64_t bad = torch::isfinite(t).logical_not().sum().item<int64_t>();
+  if (bad > 0)
+    fail_at(location, "tensor '" + name + "'",
+            std::to_string(bad) + " of its " + std::to_string(t.numel()) +
+                " values are NaN or infinite");
+}
+
+}  // namespace citeforge::models

@@ -1,0 +1,34 @@
+// The tensors a config implies, checked as a whole against what a file holds before anything is
+// allocated or written (HF directories and GGUF imports alike): a checkpoint from a stranger
+// whose config contradicts its tensors (a layer count far beyond them, another width, a missing
+// or misshaped tensor) is one error naming the file and the tensor, not a huge allocation or a
+// broken model written out.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/hf_config.h"
+
+namespace citeforge::models {
+
+// HF name -> shape of every parameter a model of `config` has (no LoRA).
+std::map<std::string, std::vector<int64_t>> expected_tensor_shapes(const ModelConfig& config);
+
+// Fails with one line naming `location` unless `present` (HF name -> shape, as the file says)
+// holds exactly the tensors `config` implies, each once with its shape. Names for which
+// `ignorable` says true are skipped. The layer count is bounded by the tensors present first, so
+// an absurd count costs nothing.
+void check_model_tensors(const ModelConfig& config,
+                         const std::map<std::string, std::vector<int64_t>>& present,
+                         const std::string& location,
+                         bool (*ignorable)(const std::string& name) = nullptr);
+
+// Fails with one line naming the tensor and how many of its values are NaN or infinite.
+void check_finite(const std::string& location, const std::string& name, const torch::Tensor& t);
+
+}  // namespace citeforge::models
