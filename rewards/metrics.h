@@ -36,9 +36,10 @@ struct AnswerMetrics {
   // where the formulas use I = 0, so a report still shows how many there were.
   int invalid_citations = 0;
   double source_quality = 0;  // 0 or 1
-  // The evidence-QA paper's own definition (its Table 1 "Source."): 1 unless the answer cites a
-  // source labelled irrelevant or seemingly relevant. Abstaining and citing names that match no
-  // source both pass, which `source_quality` fails.
+  // The reading of the evidence-QA paper's Table 1 "Source." column that reproduces its
+  // published numbers (reverse-engineered from them; the paper's Eq. 1 is `source_quality`):
+  // 1 unless the answer cites a source labelled irrelevant or seemingly relevant. Abstaining and
+  // citing names that match no source both pass, which `source_quality` fails.
   double source_quality_paper = 0;
   double format_quality = 0;  // share of sentences ending in a well-formed citation
   // The chance reference: the expected value of each citation metric for an answer that cites
