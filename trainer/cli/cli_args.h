@@ -14,11 +14,11 @@
 namespace citeforge::trainer {
 
 struct CliOption {
-  std::string name;      // without the dashes: "data"
-  std::string value;     // what it takes ("FILE.jsonl"); empty for a flag
-  std::string help;      // one line
-  std::string fallback;  // the default: shown by --help, returned when the option is absent
-  bool repeats = false;  // may be given several times (--set, --stop)
+  std::string name;           // without the dashes: "data"
+  std::string value;          // what it takes ("FILE.jsonl"); empty for a flag
+  std::string help;           // one line
+  std::string fallback = {};  // the default: shown by --help, returned when absent
+  bool repeats = false;       // may be given several times (--set, --stop)
 };
 
 struct CliCommand {
