@@ -11,12 +11,6 @@
 namespace citeforge::models {
 namespace {
 
-std::string shape_string(torch::IntArrayRef shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 // Buffers HF keeps in some checkpoints that carry no learned state.
 bool ignorable(const std::string& name) {
   return name.find("rotary_emb.inv_freq") != std::string::npos;
@@ -38,8 +32,8 @@ const TensorEntry& entry_of(const SafetensorsCheckpoint& checkpoint, const std::
     fail_at(checkpoint.location, "tensor '" + name + "'", "missing from the checkpoint");
   if (torch::IntArrayRef(it->second.shape) != expected_shape)
     fail_at(it->second.file, "tensor '" + name + "'",
-            "shape " + shape_string(it->second.shape) + " does not match the config's " +
-                shape_string(expected_shape));
+            "shape " + shape_text(it->second.shape) + " does not match the config's " +
+                shape_text(expected_shape));
   return it->second;
 }
 
@@ -70,10 +64,7 @@ void load_weights(LlamaForCausalLM& model, const SafetensorsCheckpoint& checkpoi
   }
   for (const auto& [name, entry] : checkpoint.tensors)
     if (!used.count(name) && !ignorable(name))
-      fail_at(entry.file, "tensor '" + name + "'",
-              model->config.tie_word_embeddings && name == "lm_head.weight"
-                  ? "unexpected: the config ties the LM head to the embeddings"
-                  : "unexpected tensor (not a parameter of " + model->config.architecture + ")");
+      fail_at(entry.file, "tensor '" + name + "'", unexpected_tensor_reason(model->config, name));
 }
 
 LlamaForCausalLM load_model(const std::string& dir, const LoadOptions& options) {

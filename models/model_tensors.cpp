@@ -5,18 +5,24 @@
 namespace citeforge::models {
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 // Parameters of one decoder block.
 int64_t tensors_per_layer(const ModelConfig& c) {
   return 9 + (c.qkv_bias ? 3 : 0) + (c.o_bias ? 1 : 0) + (c.qk_norm ? 2 : 0);
 }
 
 }  // namespace
+
+std::string shape_text(torch::IntArrayRef shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+std::string unexpected_tensor_reason(const ModelConfig& c, const std::string& name) {
+  return c.tie_word_embeddings && name == "lm_head.weight"
+             ? "unexpected: the config ties the LM head to the embeddings"
+             : "unexpected tensor (not a parameter of " + c.architecture + ")";
+}
 
 std::map<std::string, std::vector<int64_t>> expected_tensor_shapes(const ModelConfig& c) {
   const int64_t H = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim,
@@ -70,10 +76,7 @@ void check_model_tensors(const ModelConfig& c,
   }
   for (const auto& [name, shape] : present)
     if (!expected.count(name) && !(ignorable && ignorable(name)))
-      fail_at(location, "tensor '" + name + "'",
-              c.tie_word_embeddings && name == "lm_head.weight"
-                  ? "unexpected: the config ties the LM head to the embeddings"
-                  : "unexpected tensor (not a parameter of " + c.architecture + ")");
+      fail_at(location, "tensor '" + name + "'", unexpected_tensor_reason(c, name));
 }
 
 void check_finite(const std::string& location, const std::string& name, const torch::Tensor& t) {

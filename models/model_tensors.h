@@ -28,6 +28,13 @@ void check_model_tensors(const ModelConfig& config,
                          const std::string& location,
                          bool (*ignorable)(const std::string& name) = nullptr);
 
+// "[a, b]", as the shape errors print it.
+std::string shape_text(torch::IntArrayRef shape);
+
+// Why a tensor the config does not imply is refused (a head that the config ties, or a tensor of
+// no parameter), for the loader's and the import's errors alike.
+std::string unexpected_tensor_reason(const ModelConfig& config, const std::string& name);
+
 // Fails with one line naming the tensor and how many of its values are NaN or infinite.
 void check_finite(const std::string& location, const std::string& name, const torch::Tensor& t);
 

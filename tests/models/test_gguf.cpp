@@ -121,6 +121,26 @@ struct TinyGguf {
   }
 };
 
+// Imports `b` written to ROOT/TAG.gguf into ROOT/TAG, which must fail with one line naming the
+// file and leave nothing behind (neither the output nor a work folder); returns the message.
+std::string refused_import(const fs::path& root, const GgufBuilder& b, const std::string& tag) {
+  const auto path = (root / (tag + ".gguf")).string();
+  std::ofstream(path, std::ios::binary) << b.bytes();
+  const auto out = (root / tag).string();
+  std::string message;
+  try {
+    models::import_gguf(path, out);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CHECK_FALSE(fs::exists(out));
+  for (const auto& entry : fs::directory_iterator(root))
+    CHECK(entry.path().filename().string().find("importing") == std::string::npos);
+  CHECK_THAT(message, Contains(path));
+  CHECK(message.find('\n') == std::string::npos);  // one line
+  return message;
+}
+
 }  // namespace
 
 TEST_CASE("GGUF metadata and each supported tensor type dequantise to the values they encode",
@@ -241,21 +261,8 @@ TEST_CASE("a GGUF Llama imports to an HF directory with q/k rows in HF order",
 TEST_CASE("GGUF import refuses other architectures, tokenizers and tensors, writing nothing",
           "[models][gguf][import][errors]") {
   const auto root = testing::temp_dir("gguf_import_errors");
-  auto import_error = [&](GgufBuilder b, const std::string& tag) {
-    const auto path = (root / (tag + ".gguf")).string();
-    std::ofstream(path, std::ios::binary) << b.bytes();
-    const auto out = (root / tag).string();
-    std::string message;
-    try {
-      models::import_gguf(path, out);
-    } catch (const Error& e) {
-      message = e.what();
-    }
-    CHECK_FALSE(fs::exists(out));
-    for (const auto& entry : fs::directory_iterator(root))
-      CHECK(entry.path().filename().string().find("importing") == std::string::npos);
-    CHECK_THAT(message, Contains(path));
-    return message;
+  auto import_error = [&](const GgufBuilder& b, const std::string& tag) {
+    return refused_import(root, b, tag);
   };
   {
     TinyGguf t;
@@ -297,22 +304,7 @@ TEST_CASE("GGUF metadata that contradicts its tensors, and NaN weights, import n
           "[models][gguf][import][errors]") {
   const auto root = testing::temp_dir("gguf_hostile");
   auto import_error = [&](const TinyGgufOptions& options, const std::string& tag) {
-    TinyGguf t(options);
-    const auto path = (root / (tag + ".gguf")).string();
-    std::ofstream(path, std::ios::binary) << t.b.bytes();
-    const auto out = (root / tag).string();
-    std::string message;
-    try {
-      models::import_gguf(path, out);
-    } catch (const Error& e) {
-      message = e.what();
-    }
-    CHECK_FALSE(fs::exists(out));
-    for (const auto& entry : fs::directory_iterator(root))
-      CHECK(entry.path().filename().string().find("importing") == std::string::npos);
-    CHECK_THAT(message, Contains(path));
-    CHECK(message.find('\n') == std::string::npos);  // one line
-    return message;
+    return refused_import(root, TinyGguf(options).b, tag);
   };
   TinyGgufOptions layers;
   layers.block_count = 4000000000u;  // far beyond the tensors: once a bad_alloc
