@@ -14,12 +14,6 @@ torch::Tensor theta_powers(double theta, int64_t dim, const torch::Device& devic
   return torch::pow(theta, exponents);
 }
 
-// The context the model was trained on: the scaling's own field, else max_position_embeddings.
-double original_context(const ModelConfig& c) {
-  return double(c.rope_scaling.original_max_positions > 0 ? c.rope_scaling.original_max_positions
-                                                          : c.max_positions);
-}
-
 // Llama 3.1's rule: wavelengths longer than the original context / low_freq_factor are slowed
 // down by `factor`, shorter than context / high_freq_factor kept, and the band between blended.
 torch::Tensor llama3_frequencies(const ModelConfig& c, const torch::Tensor& inv_freq) {
@@ -47,7 +41,10 @@ std::pair<torch::Tensor, double> yarn_frequencies(const ModelConfig& c,
                                                   const torch::Device& device) {
   const RopeScaling& s = c.rope_scaling;
   const int64_t dim = c.head_dim;
-  const double base = c.rope_theta, context = original_context(c);
+  // The pre-training context (hf_config fills it in from max_position_embeddings when absent).
+  const double base = c.rope_theta,
+               context = double(s.original_max_positions > 0 ? s.original_max_positions
+                                                             : c.max_positions);
   const double factor = s.factor;
   double attention =
       s.attention_factor
@@ -85,8 +82,10 @@ std::pair<torch::Tensor, double> rope_frequencies(const ModelConfig& c, int64_t 
   if (s.type == "yarn") return yarn_frequencies(c, device);
   double theta = c.rope_theta;
   if (s.type == "dynamic") {
-    // NTK: past the original context, theta grows with the sequence length.
-    const double context = original_context(c);
+    // NTK: past max_position_embeddings (the original context here, whatever
+    // original_max_position_embeddings says: transformers reads only the former), theta grows
+    // with the sequence length.
+    const double context = double(c.max_positions);
     const double length = std::max(double(max_position + 1), context);
     const double d = double(c.head_dim);
     theta *= std::pow(s.factor * length / context - (s.factor - 1.0), d / (d - 2.0));

@@ -13,6 +13,7 @@
 #include "models/hf_config.h"
 #include "models/lora.h"
 #include "models/peft_adapter.h"
+#include "models/rope.h"
 #include "tests/support/test_paths.h"
 
 using namespace citeforge;
@@ -185,4 +186,24 @@ TEST_CASE("families: a trained adapter survives peft export and a merged export,
     CHECK(merged->config.rope_scaling.type == model->config.rope_scaling.type);
     CHECK(max_abs_diff(merged->forward(ids), adapted) < 1e-4);
   }
+}
+
+TEST_CASE("families: dynamic RoPE grows theta past max_position_embeddings only",
+          "[models][families]") {
+  // transformers' dynamic NTK reads max_position_embeddings and ignores an
+  // original_max_position_embeddings the config also names.
+  auto c = models::read_model_config(fixture_dir("llama_dynamic") + "/config.json");
+  const auto plain = models::rope_frequencies(c, 15, torch::kCPU).first;
+  const auto grown = models::rope_frequencies(c, 39, torch::kCPU).first;
+  c.rope_scaling.original_max_positions = 8;
+  CHECK(torch::equal(models::rope_frequencies(c, 15, torch::kCPU).first, plain));
+  CHECK(torch::equal(models::rope_frequencies(c, 39, torch::kCPU).first, grown));
+  // Within the context nothing changes; past it theta = base (f L / C - (f - 1))^(d / (d - 2)).
+  models::ModelConfig unscaled = c;
+  unscaled.rope_scaling = {};
+  CHECK(torch::equal(plain, models::rope_frequencies(unscaled, 15, torch::kCPU).first));
+  const double d = double(c.head_dim), f = c.rope_scaling.factor;
+  unscaled.rope_theta =
+      c.rope_theta * std::pow(f * 40.0 / double(c.max_positions) - (f - 1.0), d / (d - 2.0));
+  CHECK(torch::allclose(grown, models::rope_frequencies(unscaled, 0, torch::kCPU).first));
 }
