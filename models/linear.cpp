@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "models/fused_matmul.h"
 
 namespace citeforge::models {
 
@@ -58,8 +59,13 @@ torch::Tensor LinearImpl::base_weight(torch::Dtype dtype) const {
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
-  auto y = torch::linear(x, base_weight(x.scalar_type()),
-                         bias.defined() ? bias.to(x.scalar_type()) : torch::Tensor());
+  torch::Tensor y;
+  if (nf4)
+    if (auto fused = fused_nf4_linear(x, *nf4))
+      y = bias.defined() ? *fused + bias.to(x.scalar_type()) : *fused;
+  if (!y.defined())
+    y = torch::linear(x, base_weight(x.scalar_type()),
+                      bias.defined() ? bias.to(x.scalar_type()) : torch::Tensor());
   if (!has_lora()) return y;
   const bool reference = use_reference && reference_A.defined();
   if (!reference && (use_reference || !adapter_enabled)) return y;

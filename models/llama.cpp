@@ -221,8 +221,21 @@ torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids
 
 torch::Tensor LlamaForCausalLMImpl::logits(const torch::Tensor& hidden) {
   // In the hidden states' dtype: fp32 states get fp32 logits from a bf16 model.
-  if (lm_head) return lm_head(hidden);
   const auto& tied = model->embed_tokens->weight;
+  // A decoding step of a model with a 4-bit base reads the output layer's 16-bit copy on a CPU:
+  // that dense layer is the largest weight a step reads (a fifth of SmolLM2), and its fp32
+  // bytes cost twice all the NF4 blocks. A model kept dense keeps its head's numerics.
+  const auto* first =
+      model->layers->size() > 0 ? model->layers[0]->as<DecoderLayerImpl>() : nullptr;
+  const bool nf4_base = first && first->self_attn->q_proj->is_nf4();
+  if (nf4_base && (!lm_head || !lm_head->is_nf4())) {
+    const auto& head = lm_head ? lm_head->weight : tied;
+    if (auto y = fused_output_layer(hidden, head, decoding_head)) {
+      if (lm_head && lm_head->bias.defined()) return *y + lm_head->bias.to(y->scalar_type());
+      return *y;
+    }
+  }
+  if (lm_head) return lm_head(hidden);
   if (tied.scalar_type() == hidden.scalar_type()) return torch::linear(hidden, tied);
   // A trained tied embedding needs its gradient through the conversion.
   if (tied.requires_grad() && torch::GradMode::is_enabled())

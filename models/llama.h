@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "models/fused_matmul.h"
 #include "models/hf_config.h"
 #include "models/kv_cache.h"
 #include "models/linear.h"
@@ -103,6 +104,8 @@ struct LlamaForCausalLMImpl : torch::nn::Module {
   torch::Tensor tied_head_copy;
   const void* tied_head_source = nullptr;
   int64_t tied_head_version = 0;
+  // The output layer's 16-bit copy that decoding steps read on a CPU (models/fused_matmul.h).
+  DecodingHead decoding_head;
 };
 TORCH_MODULE(LlamaForCausalLM);
 

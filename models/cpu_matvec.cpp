@@ -1,0 +1,507 @@
+#include "models/cpu_matvec.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "common/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define CITEFORGE_X86 1
+#include <immintrin.h>
+#endif
+
+namespace citeforge::models {
+namespace {
+
+constexpr int64_t kBlock = 64;          // values per block, for the weights and the activations
+constexpr float kActivationMax = 8191;  // int16 activations: |x| / block max * 8191
+constexpr float kLevelScale = 16384;    // int16 NF4 levels: 2^14 * level, exact in the epilogue
+constexpr float kWeightMax = 32767;     // Q16 weights: |w| / block max * 32767
+
+// Inside a block the kernels keep values in "lane order", the order the 256-bit byte shuffles
+// produce them in: the 32 even positions first, then the 32 odd ones, each half as element
+// pairs 0-7, 16-23, 8-15, 24-31. Layout slot p holds element element_of_slot(p).
+constexpr int64_t element_of_slot(int64_t p) {
+  const int64_t q = p % 32;
+  return 2 * ((q & 7) | ((q & 8) << 1) | ((q & 16) >> 1)) + p / 32;
+}
+
+// Every path reduces a block the same way, so all give the same bits: the products of slots p
+// and p + 1 go to 32-bit lane (p % 16) / 2 (8 lanes; 8 products of at most 32767 * 8191 each,
+// under 2^31, exact), each lane is converted to fp32, scaled by the weight's and the activations'
+// block scales and added to that lane's fp32 sum; at the end of the row the 8 sums are added as
+// ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)).
+constexpr int kLanes = 8;
+constexpr int64_t kMaxRows = 8;  // activation rows per kernel call (the caller splits more)
+
+// The NF4 levels as int16, split into low and high bytes for the byte-shuffle lookups.
+struct LevelTables {
+  alignas(16) int16_t levels[16];
+  alignas(16) uint8_t low[16];
+  alignas(16) uint8_t high[16];
+};
+
+const LevelTables& level_tables() {
+  static const LevelTables tables = [] {
+    LevelTables t{};
+    for (int c = 0; c < 16; ++c) {
+      t.levels[c] = int16_t(std::lrint(nf4_codebook()[c] * kLevelScale));
+      t.low[c] = uint8_t(uint16_t(t.levels[c]) & 0xff);
+      t.high[c] = uint8_t(uint16_t(t.levels[c]) >> 8);
+    }
+    return t;
+  }();
+  return tables;
+}
+
+// What a row kernel computes: y[r * y_stride] = one output row's dot product with activation row
+// r (r < rows <= kMaxRows), from the row's weight codes, its per-block scales (in units of one
+// code) and the activations' int16 codes and block scales.
+struct RowJob {
+  const float* weight_scales;  // [blocks]
+  const int16_t* xq;           // [rows, in], lane order
+  const float* x_scales;       // [rows, blocks]
+  int64_t in, rows;
+  float* y;
+  int64_t y_stride;
+};
+using Nf4RowKernel = void (*)(const uint8_t* packed, const RowJob& job);
+using Q16RowKernel = void (*)(const int16_t* codes, const RowJob& job);
+
+float add_lanes(const float* s) {
+  return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+
+// The portable path: one block's weights in lane order as int16, then the lanes as above.
+void rows_portable(const int16_t* w, int64_t b, const RowJob& job, float (*sums)[kLanes]) {
+  const int64_t blocks = job.in / kBlock;
+  for (int64_t r = 0; r < job.rows; ++r) {
+    const int16_t* x = job.xq + r * job.in + b * kBlock;
+    int32_t lanes[kLanes] = {};
+    for (int p = 0; p < kBlock; ++p) lanes[(p % 16) / 2] += int32_t(w[p]) * x[p];
+    const float scale = job.weight_scales[b] * job.x_scales[r * blocks + b];
+    for (int l = 0; l < kLanes; ++l) sums[r][l] = sums[r][l] + float(lanes[l]) * scale;
+  }
+}
+
+void finish_portable(const RowJob& job, float (*sums)[kLanes]) {
+  for (int64_t r = 0; r < job.rows; ++r) job.y[r * job.y_stride] = add_lanes(sums[r]);
+}
+
+void nf4_row_portable(const uint8_t* packed, const RowJob& job) {
+  const int16_t* levels = level_tables().levels;
+  float sums[kMaxRows][kLanes] = {};
+  int16_t w[kBlock];
+  for (int64_t b = 0; b < job.in / kBlock; ++b) {
+    for (int p = 0; p < kBlock; ++p) {
+      const int64_t e = element_of_slot(p);
+      const uint8_t byte = packed[b * kBlock / 2 + e / 2];
+      w[p] = levels[e % 2 ? byte & 15 : byte >> 4];  // element 2i in the high nibble
+    }
+    rows_portable(w, b, job, sums);
+  }
+  finish_portable(job, sums);
+}
+
+void q16_row_portable(const int16_t* codes, const RowJob& job) {
+  float sums[kMaxRows][kLanes] = {};
+  for (int64_t b = 0; b < job.in / kBlock; ++b) {
+    rows_portable(codes + b * kBlock, b, job, sums);
+  }
+  finish_portable(job, sums);
+}
+
+#if defined(CITEFORGE_X86)
+
+// The SIMD paths are templates over the number of activation rows, so that each row's lane sums
+// stay in registers across the blocks of a weight row.
+#define CITEFORGE_INLINE __attribute__((always_inline)) inline
+#define CITEFORGE_SSE41 __attribute__((target("sse4.1")))
+#define CITEFORGE_AVX2 __attribute__((target("avx2")))
+
+// SSE4.1 (with SSSE3's byte shuffle): every x86-64 CPU of the last 15 years. Lanes 0-3 are
+// sums[r][0], lanes 4-7 sums[r][1]; w[k] holds slots 8k to 8k + 7.
+template <int R>
+CITEFORGE_SSE41 CITEFORGE_INLINE void rows_sse41(const __m128i* w, int64_t b, const RowJob& job,
+                                                 __m128 (&sums)[R][2]) {
+  const int64_t blocks = job.in / kBlock;
+  for (int r = 0; r < R; ++r) {
+    const __m128i* x = reinterpret_cast<const __m128i*>(job.xq + r * job.in + b * kBlock);
+    __m128i low = _mm_madd_epi16(w[0], _mm_loadu_si128(x));
+    __m128i high = _mm_madd_epi16(w[1], _mm_loadu_si128(x + 1));
+    for (int k = 2; k < 8; k += 2) {
+      low = _mm_add_epi32(low, _mm_madd_epi16(w[k], _mm_loadu_si128(x + k)));
+      high = _mm_add_epi32(high, _mm_madd_epi16(w[k + 1], _mm_loadu_si128(x + k + 1)));
+    }
+    const __m128 scale = _mm_set1_ps(job.weight_scales[b] * job.x_scales[r * blocks + b]);
+    sums[r][0] = _mm_add_ps(sums[r][0], _mm_mul_ps(_mm_cvtepi32_ps(low), scale));
+    sums[r][1] = _mm_add_ps(sums[r][1], _mm_mul_ps(_mm_cvtepi32_ps(high), scale));
+  }
+}
+
+template <int R>
+CITEFORGE_SSE41 CITEFORGE_INLINE void finish_sse41(const RowJob& job, __m128 (&sums)[R][2]) {
+  for (int r = 0; r < R; ++r) {
+    const __m128 t = _mm_add_ps(sums[r][0], sums[r][1]);  // s0+s4, s1+s5, s2+s6, s3+s7
+    const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));  // (s0+s4)+(s2+s6), (s1+s5)+(s3+s7)
+    job.y[r * job.y_stride] = _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));
+  }
+}
+
+// 16 nibble codes to their 16 int16 levels: codes 0-7 in `first`, 8-15 in `second`.
+CITEFORGE_SSE41 CITEFORGE_INLINE void lookup_levels_sse(__m128i codes, __m128i low, __m128i high,
+                                                        __m128i& first, __m128i& second) {
+  const __m128i l = _mm_shuffle_epi8(low, codes), h = _mm_shuffle_epi8(high, codes);
+  first = _mm_unpacklo_epi8(l, h);
+  second = _mm_unpackhi_epi8(l, h);
+}
+
+template <int R>
+CITEFORGE_SSE41 void nf4_row_sse41(const uint8_t* packed, const RowJob& job) {
+  const LevelTables& t = level_tables();
+  const __m128i low = _mm_load_si128(reinterpret_cast<const __m128i*>(t.low));
+  const __m128i high = _mm_load_si128(reinterpret_cast<const __m128i*>(t.high));
+  const __m128i nibble = _mm_set1_epi8(15);
+  __m128 sums[R][2];
+  for (int r = 0; r < R; ++r) sums[r][0] = sums[r][1] = _mm_setzero_ps();
+  for (int64_t b = 0; b < job.in / kBlock; ++b) {
+    // Bytes 0-15 hold element pairs 0-15, bytes 16-31 pairs 16-31; even elements in the high
+    // nibbles. Pairs 0-7 go to slots 0-7, 16-23 to 8-15, 8-15 to 16-23, 24-31 to 24-31.
+    const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed + b * 32));
+    const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed + b * 32 + 16));
+    __m128i w[8];
+    lookup_levels_sse(_mm_and_si128(_mm_srli_epi16(v0, 4), nibble), low, high, w[0], w[2]);
+    lookup_levels_sse(_mm_and_si128(_mm_srli_epi16(v1, 4), nibble), low, high, w[1], w[3]);
+    lookup_levels_sse(_mm_and_si128(v0, nibble), low, high, w[4], w[6]);
+    lookup_levels_sse(_mm_and_si128(v1, nibble), low, high, w[5], w[7]);
+    rows_sse41<R>(w, b, job, sums);
+  }
+  finish_sse41<R>(job, sums);
+}
+
+template <int R>
+CITEFORGE_SSE41 void q16_row_sse41(const int16_t* codes, const RowJob& job) {
+  __m128 sums[R][2];
+  for (int r = 0; r < R; ++r) sums[r][0] = sums[r][1] = _mm_setzero_ps();
+  for (int64_t b = 0; b < job.in / kBlock; ++b) {
+    __m128i w[8];
+    for (int k = 0; k < 8; ++k)
+      w[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + b * kBlock + 8 * k));
+    rows_sse41<R>(w, b, job, sums);
+  }
+  finish_sse41<R>(job, sums);
+}
+
+// AVX2: w[c] holds slots 16c to 16c + 15, whose pairs are exactly the 8 lanes. No FMA: the
+// multiply and the add round separately, as on the other paths.
+template <int R>
+CITEFORGE_AVX2 CITEFORGE_INLINE void rows_avx2(const __m256i* w, int64_t b, const RowJob& job,
+                                               __m256 (&sums)[R]) {
+  const int64_t blocks = job.in / kBlock;
+  for (int r = 0; r < R; ++r) {
+    const __m256i* x = reinterpret_cast<const __m256i*>(job.xq + r * job.in + b * kBlock);
+    const __m256i a = _mm256_add_epi32(_mm256_madd_epi16(w[0], _mm256_loadu_si256(x)),
+                                       _mm256_madd_epi16(w[1], _mm256_loadu_si256(x + 1)));
+    const __m256i c = _mm256_add_epi32(_mm256_madd_epi16(w[2], _mm256_loadu_si256(x + 2)),
+                                       _mm256_madd_epi16(w[3], _mm256_loadu_si256(x + 3)));
+    const __m256 scale = _mm256_set1_ps(job.weight_scales[b] * job.x_scales[r * blocks + b]);
+    sums[r] =
+        _mm256_add_ps(sums[r], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a, c)), scale));
+  }
+}
+
+template <int R>
+CITEFORGE_AVX2 CITEFORGE_INLINE void finish_avx2(const RowJob& job, const __m256 (&sums)[R]) {
+  for (int r = 0; r < R; ++r) {
+    const __m128 t = _mm_add_ps(_mm256_castps256_ps128(sums[r]), _mm256_extractf128_ps(sums[r], 1));
+    const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    job.y[r * job.y_stride] = _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));
+  }
+}
+
+template <int R>
+CITEFORGE_AVX2 void nf4_row_avx2(const uint8_t* packed, const RowJob& job) {
+  const LevelTables& t = level_tables();
+  const __m256i low =
+      _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.low)));
+  const __m256i high =
+      _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.high)));
+  const __m256i nibble = _mm256_set1_epi8(15);
+  __m256 sums[R];
+  for (int r = 0; r < R; ++r) sums[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < job.in / kBlock; ++b) {
+    // The shuffles and unpacks work within each 128-bit half (pairs 0-15 | 16-31), which
+    // yields the lane order directly: [0-7 | 16-23] and [8-15 | 24-31].
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed + b * 32));
+    const __m256i even = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+    const __m256i odd = _mm256_and_si256(v, nibble);
+    const __m256i el = _mm256_shuffle_epi8(low, even), eh = _mm256_shuffle_epi8(high, even);
+    const __m256i ol = _mm256_shuffle_epi8(low, odd), oh = _mm256_shuffle_epi8(high, odd);
+    const __m256i w[4] = {_mm256_unpacklo_epi8(el, eh), _mm256_unpackhi_epi8(el, eh),
+                          _mm256_unpacklo_epi8(ol, oh), _mm256_unpackhi_epi8(ol, oh)};
+    rows_avx2<R>(w, b, job, sums);
+  }
+  finish_avx2<R>(job, sums);
+}
+
+template <int R>
+CITEFORGE_AVX2 void q16_row_avx2(const int16_t* codes, const RowJob& job) {
+  __m256 sums[R];
+  for (int r = 0; r < R; ++r) sums[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < job.in / kBlock; ++b) {
+    __m256i w[4];
+    for (int c = 0; c < 4; ++c)
+      w[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + b * kBlock + 16 * c));
+    rows_avx2<R>(w, b, job, sums);
+  }
+  finish_avx2<R>(job, sums);
+}
+
+#endif  // CITEFORGE_X86
+
+std::atomic<int> forced_isa{-1};
+
+// The kernel for `isa` and 1 to kMaxRows activation rows.
+template <class Kernel, template <int> class Rows>
+Kernel by_rows(int64_t rows) {
+  switch (rows) {
+    case 1:
+      return Rows<1>::kernel;
+    case 2:
+      return Rows<2>::kernel;
+    case 3:
+      return Rows<3>::kernel;
+    case 4:
+      return Rows<4>::kernel;
+    case 5:
+      return Rows<5>::kernel;
+    case 6:
+      return Rows<6>::kernel;
+    case 7:
+      return Rows<7>::kernel;
+    default:
+      return Rows<8>::kernel;
+  }
+}
+
+#if defined(CITEFORGE_X86)
+template <int R>
+struct Nf4Sse41 {
+  static constexpr Nf4RowKernel kernel = nf4_row_sse41<R>;
+};
+template <int R>
+struct Nf4Avx2 {
+  static constexpr Nf4RowKernel kernel = nf4_row_avx2<R>;
+};
+template <int R>
+struct Q16Sse41 {
+  static constexpr Q16RowKernel kernel = q16_row_sse41<R>;
+};
+template <int R>
+struct Q16Avx2 {
+  static constexpr Q16RowKernel kernel = q16_row_avx2<R>;
+};
+#endif
+
+Nf4RowKernel nf4_kernel(CpuIsa isa, int64_t rows) {
+#if defined(CITEFORGE_X86)
+  if (isa == CpuIsa::avx2) return by_rows<Nf4RowKernel, Nf4Avx2>(rows);
+  if (isa == CpuIsa::sse41) return by_rows<Nf4RowKernel, Nf4Sse41>(rows);
+#endif
+  (void)isa, (void)rows;
+  return nf4_row_portable;
+}
+
+Q16RowKernel q16_kernel(CpuIsa isa, int64_t rows) {
+#if defined(CITEFORGE_X86)
+  if (isa == CpuIsa::avx2) return by_rows<Q16RowKernel, Q16Avx2>(rows);
+  if (isa == CpuIsa::sse41) return by_rows<Q16RowKernel, Q16Sse41>(rows);
+#endif
+  (void)isa, (void)rows;
+  return q16_row_portable;
+}
+
+// The activation rows as int16 codes with one fp32 scale per block of 64 (block max / 8191),
+// each block in lane order. A block holding a non-finite value
+// gets codes 0 and a NaN scale, so its outputs come out NaN, never a finite guess.
+struct QuantizedRows {
+  std::vector<int16_t> codes;  // [rows, in]
+  std::vector<float> scales;   // [rows, in / 64]
+};
+
+QuantizedRows quantize_rows(const float* x, int64_t rows, int64_t in) {
+  const int64_t blocks = in / kBlock;
+  QuantizedRows q{std::vector<int16_t>(size_t(rows * in)),
+                  std::vector<float>(size_t(rows * blocks))};
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* v = x + r * in + b * kBlock;
+      float max = 0;
+      bool finite = true;
+      for (int j = 0; j < kBlock; ++j) {
+        finite = finite && std::isfinite(v[j]);
+        max = std::max(max, std::fabs(v[j]));
+      }
+      int16_t* codes = q.codes.data() + r * in + b * kBlock;
+      if (!finite) {
+        q.scales[size_t(r * blocks + b)] = std::numeric_limits<float>::quiet_NaN();
+        continue;  // codes stay 0
+      }
+      q.scales[size_t(r * blocks + b)] = max / kActivationMax;
+      if (max == 0) continue;
+      const float inverse = kActivationMax / max;
+      for (int p = 0; p < kBlock; ++p)
+        codes[p] = int16_t(std::lrint(v[element_of_slot(p)] * inverse));
+    }
+  return q;
+}
+
+void check_input(const torch::Tensor& x, int64_t in, const char* what) {
+  if (!x.device().is_cpu()) throw Error(std::string(what) + ": the activations are not on the CPU");
+  if (x.size(-1) != in)
+    throw Error(std::string(what) + ": activations of width " + std::to_string(x.size(-1)) +
+                " for a weight of " + std::to_string(in) + " inputs");
+}
+
+// Runs `row(o, job)` for every output row, in parallel over rows, each call on at most
+// kMaxRows activation rows. `weight_scales(o, scales)` fills the row's block scales.
+template <class RowFn, class ScaleFn>
+torch::Tensor run_rows(const torch::Tensor& x, int64_t out, int64_t in, RowFn row,
+                       ScaleFn weight_scales) {
+  const auto x32 = x.to(torch::kFloat32).contiguous();
+  const int64_t rows = x32.numel() / in, blocks = in / kBlock;
+  const QuantizedRows q = quantize_rows(x32.data_ptr<float>(), rows, in);
+  auto y = torch::empty({rows, out}, torch::kFloat32);
+  float* y_data = y.data_ptr<float>();
+  const int64_t grain = std::max<int64_t>(1, 32768 / in);
+  at::parallel_for(0, out, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> scales(static_cast<size_t>(blocks));
+    for (int64_t o = begin; o < end; ++o) {
+      weight_scales(o, scales.data());
+      for (int64_t r0 = 0; r0 < rows; r0 += kMaxRows)
+        row(o, RowJob{scales.data(), q.codes.data() + r0 * in, q.scales.data() + r0 * blocks, in,
+                      std::min(kMaxRows, rows - r0), y_data + r0 * out + o, out});
+    }
+  });
+  auto sizes = x.sizes().vec();
+  sizes.back() = out;
+  return y.view(sizes).to(x.scalar_type());
+}
+
+}  // namespace
+
+std::string cpu_isa_name(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::avx2:
+      return "avx2";
+    case CpuIsa::sse41:
+      return "sse4.1";
+    default:
+      return "portable";
+  }
+}
+
+CpuIsa detected_cpu_isa() {
+#if defined(CITEFORGE_X86)
+  static const CpuIsa isa = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) return CpuIsa::avx2;
+    if (__builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("ssse3")) return CpuIsa::sse41;
+    return CpuIsa::portable;
+  }();
+  return isa;
+#else
+  return CpuIsa::portable;
+#endif
+}
+
+CpuIsa active_cpu_isa() {
+  const int forced = forced_isa.load();
+  return forced < 0 ? detected_cpu_isa() : CpuIsa(forced);
+}
+
+void force_cpu_isa(std::optional<CpuIsa> isa) {
+  if (isa && int(*isa) > int(detected_cpu_isa()))
+    throw Error("cpu kernels: this CPU cannot run the " + cpu_isa_name(*isa) + " path (it has " +
+                cpu_isa_name(detected_cpu_isa()) + ")");
+  forced_isa.store(isa ? int(*isa) : -1);
+}
+
+Q16Weight q16_quantize(const torch::Tensor& weight) {
+  if (weight.dim() != 2 || weight.size(1) % kBlock != 0)
+    throw Error("q16 weight: expected [out, in] with in a multiple of 64, got " +
+                std::to_string(weight.dim()) + " dimensions");
+  torch::NoGradGuard no_grad;
+  const int64_t out = weight.size(0), in = weight.size(1), blocks = in / kBlock;
+  auto w = weight.detach().to(torch::kCPU, torch::kFloat32).reshape({out, blocks, kBlock});
+  auto scales = w.abs().amax(2) / kWeightMax;
+  auto codes =
+      torch::round(w / scales.clamp_min(1e-30f).unsqueeze(2)).clamp(-kWeightMax, kWeightMax);
+  // Each block in lane order.
+  std::vector<int64_t> order(kBlock);
+  for (int64_t p = 0; p < kBlock; ++p) order[size_t(p)] = element_of_slot(p);
+  codes = codes.index_select(2, torch::tensor(order, torch::kInt64));
+  return {out, in, codes.to(torch::kInt16).reshape({out, in}).contiguous(), scales.contiguous()};
+}
+
+torch::Tensor q16_dequantize(const Q16Weight& weight) {
+  const int64_t blocks = weight.in_features / kBlock;
+  std::vector<int64_t> slot_of_element(kBlock);
+  for (int64_t p = 0; p < kBlock; ++p) slot_of_element[size_t(element_of_slot(p))] = p;
+  auto codes = weight.codes.to(torch::kFloat32)
+                   .reshape({weight.out_features, blocks, kBlock})
+                   .index_select(2, torch::tensor(slot_of_element, torch::kInt64));
+  return (codes * weight.scales.unsqueeze(2)).reshape({weight.out_features, weight.in_features});
+}
+
+bool cpu_matvec_supports(const Nf4Weight& weight) {
+  return weight.device().is_cpu() && weight.shape.size() == 2 && weight.blocksize == kBlock &&
+         weight.shape[1] % kBlock == 0 && weight.shape[1] > 0;
+}
+
+torch::Tensor nf4_matvec_cpu(const torch::Tensor& x, const Nf4Weight& weight) {
+  if (!cpu_matvec_supports(weight))
+    throw Error("nf4 matvec: the weight is not a CPU [out, in] with in a multiple of 64");
+  const int64_t out = weight.shape[0], in = weight.shape[1], blocks = in / kBlock;
+  check_input(x, in, "nf4 matvec");
+  const uint8_t* packed = weight.packed.data_ptr<uint8_t>();
+  const uint8_t* absmax_codes = weight.absmax_codes.data_ptr<uint8_t>();
+  const float* absmax_scale = weight.absmax_scale.data_ptr<float>();
+  const float* levels = dynamic_map_signed().data();
+  const CpuIsa isa = active_cpu_isa();
+  return run_rows(
+      x, out, in,
+      [&](int64_t o, const RowJob& job) { nf4_kernel(isa, job.rows)(packed + o * in / 2, job); },
+      [&](int64_t o, float* scales) {
+        for (int64_t b = 0; b < blocks; ++b) {
+          // The block absmax as nf4_dequantize_reference recomposes it (multiply, then add),
+          // over the level scale (a power of two: exact).
+          const int64_t block = o * blocks + b;
+          float absmax =
+              levels[absmax_codes[block]] * absmax_scale[block / weight.absmax_blocksize];
+          absmax = absmax + weight.absmax_offset;
+          scales[b] = absmax / kLevelScale;
+        }
+      });
+}
+
+torch::Tensor q16_matvec_cpu(const torch::Tensor& x, const Q16Weight& weight) {
+  const int64_t out = weight.out_features, in = weight.in_features, blocks = in / kBlock;
+  check_input(x, in, "q16 matvec");
+  const int16_t* codes = weight.codes.data_ptr<int16_t>();
+  const float* scales = weight.scales.data_ptr<float>();
+  const CpuIsa isa = active_cpu_isa();
+  return run_rows(
+      x, out, in,
+      [&](int64_t o, const RowJob& job) { q16_kernel(isa, job.rows)(codes + o * in, job); },
+      [&](int64_t o, float* block_scales) {
+        std::copy(scales + o * blocks, scales + (o + 1) * blocks, block_scales);
+      });
+}
+
+}  // namespace citeforge::models

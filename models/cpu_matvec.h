@@ -1,0 +1,62 @@
+// A 4-bit (NF4) or 16-bit (Q16) frozen weight times the few rows a decoding step has, on a CPU,
+// reading the packed codes directly instead of a dequantised copy. Batch-1 decoding is bound by
+// the bytes of weight it reads: about half a byte a weight here against 4 (fp32) or 2 (bf16)
+// for a dense copy (docs/design.md §4, "Decoding on a CPU").
+//
+// Every instruction-set path gives the same bits: the activations of each 64-value block are
+// rounded to int16 (±8191 times the block's absolute maximum), the NF4 levels to int16 (2^14
+// times the level), the products summed exactly in eight 32-bit lanes per block, and only then
+// scaled in fp32 by the weight's block absmax and the activations' block scale and added in a
+// fixed order that all paths share. Against the dequantise-then-matmul reference this
+// differs by the activations' rounding (at most 2^-14 of a block's largest value) and the
+// levels' (at most 2^-15 of the block absmax) and by the order of the fp32 sum over blocks,
+// which is fixed and the same on every path.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <optional>
+#include <string>
+
+#include "models/nf4.h"
+
+namespace citeforge::models {
+
+// The instruction sets the kernels are written for, chosen at run time from what the CPU
+// reports. `portable` is plain C++ and runs anywhere.
+enum class CpuIsa { portable, sse41, avx2 };
+std::string cpu_isa_name(CpuIsa isa);
+// The best path this CPU can run.
+CpuIsa detected_cpu_isa();
+// The path in use: the detected one unless tests or benchmarks forced another (nullopt undoes
+// it). Forcing a path the CPU cannot run throws Error.
+CpuIsa active_cpu_isa();
+void force_cpu_isa(std::optional<CpuIsa> isa);
+
+// A 16-bit copy of a dense weight [out, in] for decoding (the output layer, which stays dense
+// for training): symmetric int16 codes per block of 64 inputs (block max / 32767), one fp32
+// scale each. Half the bytes of fp32 at a rounding of 2^-16 of the block max, well under the
+// activations' own: an 8-bit copy (llama.cpp's Q8_0 output) read half as many bytes again but
+// moved SmolLM2's logits by up to 0.3 (of a spread of 50), enough to part PPO's sampler from
+// its learner. Inside each block the codes are stored in the order the NF4 kernel unpacks its
+// nibbles in (see cpu_matvec.cpp's lane order).
+struct Q16Weight {
+  int64_t out_features = 0, in_features = 0;
+  torch::Tensor codes;   // int16 [out, in]
+  torch::Tensor scales;  // float32 [out, in / 64]
+};
+// Needs in % 64 == 0; throws Error otherwise.
+Q16Weight q16_quantize(const torch::Tensor& weight);
+// The fp32 weight the Q16 copy stands for (codes times scales, in input order).
+torch::Tensor q16_dequantize(const Q16Weight& weight);
+
+// Whether the kernels take this weight: on the CPU, 2-D, rows a multiple of the 64-value block
+// (so no block straddles two rows), blocks of 64.
+bool cpu_matvec_supports(const Nf4Weight& weight);
+
+// x [..., in] (fp32 or bf16, on the CPU) times the weight's transpose: [..., out] in x's dtype,
+// accumulated in fp32. Threads over output rows with LibTorch's intra-op pool.
+torch::Tensor nf4_matvec_cpu(const torch::Tensor& x, const Nf4Weight& weight);
+torch::Tensor q16_matvec_cpu(const torch::Tensor& x, const Q16Weight& weight);
+
+}  // namespace citeforge::models

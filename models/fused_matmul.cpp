@@ -1,0 +1,44 @@
+#include "models/fused_matmul.h"
+
+#include <atomic>
+
+namespace citeforge::models {
+namespace {
+std::atomic<bool> fused_decoding{true};
+}  // namespace
+
+bool fused_decoding_enabled() {
+  return fused_decoding.load();
+}
+void set_fused_decoding(bool enabled) {
+  fused_decoding.store(enabled);
+}
+
+bool use_fused_kernel(const torch::Tensor& x) {
+  if (!fused_decoding_enabled() || !x.device().is_cpu() || x.requires_grad()) return false;
+  const auto dtype = x.scalar_type();
+  if (dtype != torch::kFloat32 && dtype != torch::kBFloat16) return false;
+  return x.size(-1) > 0 && x.numel() / x.size(-1) <= kFusedMaxRows;
+}
+
+std::optional<torch::Tensor> fused_nf4_linear(const torch::Tensor& x, const Nf4Weight& weight) {
+  if (!use_fused_kernel(x) || !cpu_matvec_supports(weight)) return std::nullopt;
+  return nf4_matvec_cpu(x, weight);
+}
+
+std::optional<torch::Tensor> fused_output_layer(const torch::Tensor& x, const torch::Tensor& weight,
+                                                DecodingHead& head) {
+  if (!use_fused_kernel(x) || weight.dim() != 2 || weight.size(1) % 64 != 0 ||
+      !weight.device().is_cpu())
+    return std::nullopt;
+  // A weight trained in this pass needs its gradient through the matmul.
+  if (weight.requires_grad() && torch::GradMode::is_enabled()) return std::nullopt;
+  if (head.source != weight.unsafeGetTensorImpl() || head.version != weight._version()) {
+    head.q16 = q16_quantize(weight);
+    head.source = weight.unsafeGetTensorImpl();
+    head.version = weight._version();
+  }
+  return q16_matvec_cpu(x, head.q16);
+}
+
+}  // namespace citeforge::models

@@ -1,0 +1,45 @@
+// The one place that decides whether a frozen weight is applied by a fused kernel (reading its
+// quantised codes directly) or by dequantise-then-matmul. Linear layers ask it for their NF4
+// base, the causal LM for its output layer; their callers (generation, rollouts, evaluation,
+// fix-citations) never choose. Today the fused paths are the CPU kernels of cpu_matvec.h, for
+// the few rows a decoding step has; a fused GPU path joins here.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <optional>
+
+#include "models/cpu_matvec.h"
+#include "models/nf4.h"
+
+namespace citeforge::models {
+
+// Up to this many rows (batch x new tokens) the CPU kernels beat the dense matmul on the
+// machines measured (experiments/bench/results/decode_cpu.md); a prompt's prefill and training
+// keep the dense path.
+constexpr int64_t kFusedMaxRows = 8;
+
+// On by default; benchmarks and the identity tests switch it off to compare with the dense path.
+bool fused_decoding_enabled();
+void set_fused_decoding(bool enabled);
+
+// Whether `x` (the activations of one layer call) goes to a fused kernel: fused decoding on, on
+// the CPU, no gradient needed through it, at most kFusedMaxRows rows.
+bool use_fused_kernel(const torch::Tensor& x);
+
+// x W^T by the fused NF4 kernel, or nullopt where it does not apply (see use_fused_kernel and
+// cpu_matvec_supports).
+std::optional<torch::Tensor> fused_nf4_linear(const torch::Tensor& x, const Nf4Weight& weight);
+
+// A dense output layer's 16-bit decoding copy, kept while its weight is unchanged.
+struct DecodingHead {
+  Q16Weight q16;
+  const void* source = nullptr;
+  int64_t version = -1;
+};
+// x W^T through `head`'s Q16 copy of `weight` (made or refreshed here), or nullopt where the
+// fused path does not apply or the weight's width is not a multiple of 64.
+std::optional<torch::Tensor> fused_output_layer(const torch::Tensor& x, const torch::Tensor& weight,
+                                                DecodingHead& head);
+
+}  // namespace citeforge::models

@@ -1,0 +1,202 @@
+// The CPU decoding kernels (models/cpu_matvec.*) checked as llm.c checks a kernel: against the
+// dequantise-then-matmul reference on random shapes, within a bound derived from the two
+// roundings the kernel makes, and every instruction-set path this CPU runs against the others.
+#include <catch2/catch.hpp>
+
+#include "common/error.h"
+#include "models/cpu_matvec.h"
+#include "models/fused_matmul.h"
+#include "models/linear.h"
+
+using namespace citeforge;
+using models::CpuIsa;
+
+namespace {
+
+// Restores the detected path and fused decoding when a test ends.
+struct KernelSettings {
+  ~KernelSettings() {
+    models::force_cpu_isa(std::nullopt);
+    models::set_fused_decoding(true);
+  }
+};
+
+std::vector<CpuIsa> runnable_paths() {
+  std::vector<CpuIsa> paths{CpuIsa::portable};
+  if (int(models::detected_cpu_isa()) >= int(CpuIsa::sse41)) paths.push_back(CpuIsa::sse41);
+  if (models::detected_cpu_isa() == CpuIsa::avx2) paths.push_back(CpuIsa::avx2);
+  return paths;
+}
+
+// |kernel - reference| allowed per output: the activations are rounded to 1/8191 of their
+// block's largest value (error at most half of that) and the NF4 levels to 2^-14 (half of that
+// times the block absmax), so the error of output o is at most
+//   sum_b (0.5 / 8191) max|x_b| sum|w_ob| + (2^-15) absmax_ob sum|x_b|,
+// plus fp32 summation noise, which 1e-5 of sum|w||x| covers.
+torch::Tensor error_bound(const torch::Tensor& x, const torch::Tensor& w,
+                          const torch::Tensor& block_absmax) {
+  const int64_t blocks = x.size(-1) / 64;
+  auto xb = x.reshape({-1, blocks, 64}).abs();         // [rows, blocks, 64]
+  auto wb = w.reshape({w.size(0), blocks, 64}).abs();  // [out, blocks, 64]
+  auto x_max = std::get<0>(xb.max(2));                 // [rows, blocks]
+  auto w_sum = wb.sum(2);                              // [out, blocks]
+  auto activation = torch::matmul(x_max * (0.5 / 8191), w_sum.t());
+  auto levels = torch::matmul(xb.sum(2), block_absmax.t() * std::pow(2.0, -15));
+  auto noise = torch::matmul(x.reshape({-1, x.size(-1)}).abs(), w.abs().t()) * 1e-5;
+  return activation + levels + noise + 1e-6;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the NF4 decoding kernel equals dequantise-then-matmul within its rounding bound, "
+    "on odd shapes and every block boundary",
+    "[models][cpu_matvec]") {
+  KernelSettings restore;
+  torch::manual_seed(11);
+  for (int64_t out : {1, 3, 17, 130}) {
+    for (int64_t in : {64, 128, 576, 704}) {
+      for (int64_t rows : {1, 2, 5, 8}) {
+        INFO("out " << out << " in " << in << " rows " << rows);
+        auto dense = torch::randn({out, in}) * 0.05;
+        dense.index_put_({0, torch::indexing::Slice(0, 64)}, 0.0);  // an all-zero block
+        auto q = models::nf4_quantize(dense);
+        auto w = models::nf4_dequantize_reference(q);
+        auto block_absmax = w.reshape({out, in / 64, 64}).abs().amax(2);
+        auto x = torch::randn({rows, in});
+        x.index_put_({0, torch::indexing::Slice(64, std::min<int64_t>(in, 128))}, 0.0);
+        auto reference = torch::matmul(x.to(torch::kFloat64), w.to(torch::kFloat64).t());
+        auto bound = error_bound(x.to(torch::kFloat64), w.to(torch::kFloat64),
+                                 block_absmax.to(torch::kFloat64));
+        torch::Tensor first;
+        for (CpuIsa isa : runnable_paths()) {
+          INFO("path " << models::cpu_isa_name(isa));
+          models::force_cpu_isa(isa);
+          auto y = models::nf4_matvec_cpu(x, q);
+          REQUIRE(y.sizes() == torch::IntArrayRef({rows, out}));
+          auto excess = ((y.to(torch::kFloat64) - reference).abs() - bound).max().item<double>();
+          CHECK(excess <= 0);
+          // Integer sums and one shared epilogue: every path gives the same bits.
+          if (!first.defined())
+            first = y;
+          else
+            CHECK(torch::equal(y, first));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "the Q16 output-layer kernel equals its own dequantised matmul and stays near the "
+    "dense layer",
+    "[models][cpu_matvec]") {
+  KernelSettings restore;
+  torch::manual_seed(12);
+  auto dense = torch::randn({300, 192}) * 0.1;
+  auto q = models::q16_quantize(dense);
+  auto w = models::q16_dequantize(q).to(torch::kFloat64);
+  CHECK((w - dense.to(torch::kFloat64)).abs().max().item<double>() <=
+        0.5 * q.scales.max().item<double>() + 1e-9);
+  auto x = torch::randn({3, 192});
+  auto reference = torch::matmul(x.to(torch::kFloat64), w.t());
+  const int64_t blocks = 3;
+  auto x_max = std::get<0>(x.to(torch::kFloat64).reshape({3, blocks, 64}).abs().max(2));
+  auto w_sum = w.reshape({300, blocks, 64}).abs().sum(2);
+  auto bound = torch::matmul(x_max * (0.5 / 8191), w_sum.t()) +
+               torch::matmul(x.abs().to(torch::kFloat64), w.abs().t()) * 1e-5 + 1e-6;
+  torch::Tensor first;
+  for (CpuIsa isa : runnable_paths()) {
+    INFO("path " << models::cpu_isa_name(isa));
+    models::force_cpu_isa(isa);
+    auto y = models::q16_matvec_cpu(x, q);
+    CHECK(((y.to(torch::kFloat64) - reference).abs() - bound).max().item<double>() <= 0);
+    if (!first.defined())
+      first = y;
+    else
+      CHECK(torch::equal(y, first));
+  }
+}
+
+TEST_CASE(
+    "the decoding kernels take bf16 activations, give NaN for non-finite ones and refuse "
+    "what they cannot read",
+    "[models][cpu_matvec]") {
+  KernelSettings restore;
+  torch::manual_seed(13);
+  auto q = models::nf4_quantize(torch::randn({40, 128}));
+  auto x = torch::randn({2, 128});
+  auto y32 = models::nf4_matvec_cpu(x, q);
+  auto y16 = models::nf4_matvec_cpu(x.to(torch::kBFloat16), q);
+  CHECK(y16.scalar_type() == torch::kBFloat16);
+  auto x16 = x.to(torch::kBFloat16).to(torch::kFloat32);
+  CHECK(torch::allclose(y16.to(torch::kFloat32),
+                        models::nf4_matvec_cpu(x16, q).to(torch::kBFloat16).to(torch::kFloat32)));
+  CHECK((y16.to(torch::kFloat32) - y32).abs().max().item<double>() <
+        0.02 * y32.abs().max().item<double>());
+
+  auto bad = x.clone();
+  bad[0][70] = std::numeric_limits<float>::infinity();
+  bad[1][3] = std::numeric_limits<float>::quiet_NaN();
+  auto y_bad = models::nf4_matvec_cpu(bad, q);
+  CHECK(y_bad.isnan().all().item<bool>());
+
+  auto ragged = models::nf4_quantize(torch::randn({4, 100}));
+  CHECK_FALSE(models::cpu_matvec_supports(ragged));
+  CHECK_THROWS_AS(models::nf4_matvec_cpu(torch::randn({1, 100}), ragged), Error);
+  CHECK_THROWS_AS(models::nf4_matvec_cpu(torch::randn({1, 64}), q), Error);
+  CHECK_THROWS_AS(models::q16_quantize(torch::randn({4, 100})), Error);
+  if (models::detected_cpu_isa() != CpuIsa::avx2)
+    CHECK_THROWS_AS(models::force_cpu_isa(CpuIsa::avx2), Error);
+  models::force_cpu_isa(CpuIsa::portable);
+  CHECK(models::active_cpu_isa() == CpuIsa::portable);
+  models::force_cpu_isa(std::nullopt);
+  CHECK(models::active_cpu_isa() == models::detected_cpu_isa());
+}
+
+TEST_CASE(
+    "an NF4 linear layer decodes a few rows with the kernel and keeps the dense path for "
+    "prefill, gradients and ragged blocks",
+    "[models][cpu_matvec][linear]") {
+  KernelSettings restore;
+  torch::manual_seed(14);
+  models::Linear layer(128, 24, true, /*with_bias=*/true);
+  torch::nn::init::normal_(layer->bias);
+  layer->quantize_nf4();
+  layer->add_lora({4, 8, 0});
+  torch::nn::init::normal_(layer->lora_B);
+  torch::NoGradGuard no_grad;
+  const auto bias = layer->bias;
+  auto lora = [&](const torch::Tensor& x) {
+    return torch::linear(torch::linear(x, layer->lora_A), layer->lora_B) * layer->lora_scale;
+  };
+  auto few = torch::randn({1, models::kFusedMaxRows, 128});
+  auto expected = models::nf4_matvec_cpu(few, *layer->nf4) + bias + lora(few);
+  CHECK(torch::allclose(layer(few), expected, 1e-5, 1e-6));
+
+  auto many = torch::randn({1, models::kFusedMaxRows + 1, 128});
+  auto dense = torch::linear(many, models::nf4_dequantize(*layer->nf4), bias) + lora(many);
+  CHECK(torch::allclose(layer(many), dense, 1e-5, 1e-6));
+
+  models::set_fused_decoding(false);
+  auto off = torch::linear(few, models::nf4_dequantize(*layer->nf4), bias) + lora(few);
+  CHECK(torch::allclose(layer(few), off, 1e-5, 1e-6));
+  CHECK_FALSE(torch::equal(layer(few), expected));
+  models::set_fused_decoding(true);
+
+  {
+    torch::AutoGradMode grad(true);
+    auto x = torch::randn({1, 2, 128}, torch::requires_grad());
+    CHECK_FALSE(models::use_fused_kernel(x));
+    auto y = layer(x);
+    y.sum().backward();
+    CHECK(x.grad().defined());
+  }
+
+  models::Linear ragged(100, 8);
+  ragged->quantize_nf4();
+  auto x = torch::randn({1, 1, 100});
+  CHECK_FALSE(models::fused_nf4_linear(x, *ragged->nf4).has_value());
+  CHECK(torch::allclose(ragged(x), torch::linear(x, models::nf4_dequantize(*ragged->nf4)), 1e-5,
+                        1e-6));
+}
