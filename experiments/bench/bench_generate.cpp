@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "bench_stats.h"
 #include "common/clock.h"
 #include "common/file_io.h"
 #include "models/checkpoint_io.h"
@@ -55,13 +56,6 @@ Row measure(const std::string& name, models::LlamaForCausalLM& model, int64_t ba
           new_tokens,
           batch * prompt_len / prefill,
           batch * (new_tokens - 1) / decode};
-}
-
-std::string cpu_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
 }
 
 }  // namespace
@@ -111,7 +105,7 @@ int main(int argc, char** argv) {
   report << "# Generation throughput on CPU\n\n"
          << "Command: `build/bench_generate --out experiments/bench/results/generate_cpu.md` "
          << "(fp32, greedy, KV cache; decode excludes the first token, which prefill produces).\n\n"
-         << "Machine: " << cpu_name() << ", " << std::thread::hardware_concurrency()
+         << "Machine: " << bench::cpu_name() << ", " << std::thread::hardware_concurrency()
          << " hardware threads, LibTorch intra-op threads " << at::get_num_threads() << ".\n\n"
          << table.str();
   std::printf("%s", report.str().c_str());

@@ -1,0 +1,281 @@
+// Decoding on a CPU measured against the machine's own limit: SmolLM2-135M-Instruct with its
+// NF4 base, greedy decode at batch 1, 4, 8, 16 and 32 with the fused kernels on and off, in fp32
+// and bf16, the bytes of weights a token reads and the GB/s that achieves, next to the
+// machine's bandwidth measured here by a STREAM-style triad (arrays far larger than the
+// last-level cache, and arrays that fit in it) and, when given, llama.cpp's decode on the same
+// GGUF (the JSON of experiments/bench/side_by_side_python.py --part llamacpp).
+//
+//   build/bench_decode [--model weights/SmolLM2-135M-Instruct.Q4_1.gguf] [--threads 2]
+//                      [--reps 5] [--llamacpp FILE.json]
+//                      [--out experiments/bench/results/decode_cpu.md]
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "bench_stats.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/file_io.h"
+#include "models/checkpoint_io.h"
+#include "models/cpu_matvec.h"
+#include "models/fused_matmul.h"
+#include "models/generate.h"
+#include "models/gguf_import.h"
+
+using namespace citeforge;
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kPromptTokens = 64, kNewTokens = 33;
+
+template <class F>
+double seconds(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return seconds_since(start);
+}
+
+// a[i] = b[i] + s * c[i] over `n` floats, split over the intra-op threads: 12 bytes moved per
+// element (two reads, one write). The best of `reps`, as STREAM reports.
+double triad_gb_per_s(int64_t n, int reps) {
+  std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n), 1.0f),
+      c(static_cast<size_t>(n), 2.0f);
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    const double t = seconds([&] {
+      at::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
+        for (int64_t j = begin; j < end; ++j) a[size_t(j)] = b[size_t(j)] + 3.0f * c[size_t(j)];
+      });
+    });
+    best = std::min(best, t);
+  }
+  if (a[size_t(n / 2)] != 7.0f) throw Error("triad: wrong result");
+  return 12.0 * double(n) / best / 1e9;
+}
+
+// Bytes of weight one decoding step reads: the decoder's NF4 blocks and the output layer
+// (its 16-bit copy on the fused path, its dense bytes otherwise).
+double step_weight_bytes(models::LlamaForCausalLM& model, bool fused, int64_t rows) {
+  double bytes = 0;
+  for (const auto& m : model->modules(/*include_self=*/false))
+    if (auto* linear = m->as<models::LinearImpl>())
+      bytes += linear->nf4 ? double(linear->nf4->bytes()) : double(linear->weight.nbytes());
+  const auto& head = model->model->embed_tokens->weight;
+  const bool q16 = fused && rows <= models::kFusedMaxRows;
+  bytes += q16 ? double(head.numel()) * (2.0 + 4.0 / 64.0)
+               : double(head.numel()) * 4.0;  // the fp32 head (a bf16 model keeps an fp32 copy)
+  return bytes;
+}
+
+// The fused kernels alone over every layer of one decoding step (no attention, norms or
+// sampling): what the kernels take of a step, and the GB/s they read weights at.
+json kernel_rows(const std::string& dir, int reps) {
+  models::LoadOptions options;
+  options.nf4 = true;
+  auto model = models::load_model(dir, options);
+  std::vector<const models::Nf4Weight*> layers;
+  for (const auto& m : model->modules(/*include_self=*/false))
+    if (auto* linear = m->as<models::LinearImpl>())
+      if (linear->nf4) layers.push_back(&*linear->nf4);
+  const auto head = models::q16_quantize(model->model->embed_tokens->weight);
+  json rows = json::array();
+  for (int64_t batch : {1, 4, 8}) {
+    torch::manual_seed(0);
+    const int64_t hidden = model->config.hidden_size;
+    auto x_hidden = torch::randn({batch, hidden});
+    auto x_mlp = torch::randn({batch, model->config.intermediate_size});
+    double nf4_bytes = 0;
+    for (const auto* w : layers) nf4_bytes += double(w->bytes());
+    const double head_bytes = double(head.codes.nbytes() + head.scales.nbytes());
+    auto sweep = [&] {
+      for (const auto* w : layers)
+        models::nf4_matvec_cpu(w->shape[1] == hidden ? x_hidden : x_mlp, *w);
+    };
+    sweep();
+    std::vector<double> t_layers, t_head;
+    for (int i = 0; i < 4 * reps; ++i) {
+      t_layers.push_back(seconds(sweep));
+      t_head.push_back(seconds([&] { models::q16_matvec_cpu(x_hidden, head); }));
+    }
+    const double a = bench::median(t_layers), b = bench::median(t_head);
+    rows.push_back({{"batch", batch},
+                    {"nf4_layers_ms", 1e3 * a},
+                    {"nf4_gb_per_s", nf4_bytes / a / 1e9},
+                    {"q16_head_ms", 1e3 * b},
+                    {"q16_gb_per_s", head_bytes / b / 1e9}});
+    std::fprintf(
+        stderr,
+        "kernels batch %lld: NF4 layers %.2f ms (%.1f GB/s), Q16 head %.2f ms (%.1f GB/s)\n",
+        (long long)batch, 1e3 * a, nf4_bytes / a / 1e9, 1e3 * b, head_bytes / b / 1e9);
+  }
+  return rows;
+}
+
+json decode_rows(const std::string& dir, torch::Dtype dtype, int reps) {
+  models::LoadOptions options;
+  options.nf4 = true;
+  options.dtype = dtype;
+  auto model = models::load_model(dir, options);
+  model->eval();
+  json rows = json::array();
+  for (int64_t batch : {1, 4, 8, 16, 32}) {
+    torch::manual_seed(0);
+    std::vector<std::vector<int64_t>> prompts;
+    for (int64_t b = 0; b < batch; ++b) {
+      auto ids = torch::randint(3, model->config.vocab_size, {kPromptTokens}, torch::kInt64);
+      prompts.emplace_back(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + kPromptTokens);
+    }
+    for (bool fused : {false, true}) {
+      models::set_fused_decoding(fused);
+      models::SamplingOptions o;
+      o.eos_ids = {-1};
+      auto run = [&](int64_t n) {
+        o.max_new_tokens = n;
+        torch::NoGradGuard no_grad;
+        models::generate(model, prompts, o);
+      };
+      run(2);  // warm-up (and the output layer's 16-bit copy)
+      std::vector<double> first, all;
+      for (int i = 0; i < reps; ++i) {
+        first.push_back(seconds([&] { run(1); }));
+        all.push_back(seconds([&] { run(kNewTokens); }));
+      }
+      const double step_s = (bench::median(all) - bench::median(first)) / double(kNewTokens - 1);
+      const double bytes = step_weight_bytes(model, fused, batch);
+      rows.push_back({{"dtype", dtype == torch::kFloat32 ? "float32" : "bfloat16"},
+                      {"batch", batch},
+                      {"fused", fused},
+                      {"tokens_per_s", double(batch) / step_s},
+                      {"weight_bytes_per_step", bytes},
+                      {"weight_bytes_per_token", bytes / double(batch)},
+                      {"weight_gb_per_s", bytes / step_s / 1e9}});
+      std::fprintf(stderr, "decode %s batch %lld %s: %.1f tokens/s\n",
+                   dtype == torch::kFloat32 ? "fp32" : "bf16", (long long)batch,
+                   fused ? "fused" : "dense", double(batch) / step_s);
+    }
+  }
+  models::set_fused_decoding(true);
+  return rows;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string table(const json& r, const std::string& command) {
+  std::ostringstream s;
+  s << "# Decoding on a CPU against the memory limit\n\n"
+    << "Command: `" << command << "`. Model: SmolLM2-135M-Instruct (the GGUF of the embedded "
+    << "default) with its NF4 base, greedy, prompts of " << kPromptTokens << " random tokens, "
+    << kNewTokens - 1 << " decoding steps timed (the first token, which the prompt's forward "
+    << "pass makes, excluded); median of " << r["reps"] << " repetitions after a warm-up.\n\n"
+    << "Machine: " << r["cpu"].get<std::string>() << ", " << r["threads"]
+    << " threads; kernel path `" << r["isa"].get<std::string>() << "`.\n\n"
+    << "| memory bandwidth (STREAM-style triad, fp32, best of " << r["reps"] << ") | GB/s |\n"
+    << "|---|---|\n"
+    << "| arrays of 3 x " << r["triad_large_mib"] << " MiB (far beyond the last-level cache) | "
+    << fixed(r["triad_large_gb_s"], 1) << " |\n"
+    << "| arrays of 3 x " << r["triad_small_mib"] << " MiB (in cache) | "
+    << fixed(r["triad_small_gb_s"], 1) << " |\n\n"
+    << "`fused` is the decoding kernel (NF4 blocks read directly, the output layer from its "
+    << "16-bit copy; at most " << models::kFusedMaxRows << " rows per layer call, so batches "
+    << "above that take the dense path either way); `dense` is dequantise-once-then-matmul, "
+    << "the path before the kernel. Weight bytes are what one step reads (the NF4 blocks, and the "
+    << "output layer in 16 bits on the fused path or fp32 on the dense one; the dense path's "
+    << "dequantised copy of the NF4 blocks is counted as the NF4 bytes, so its GB/s is a lower "
+    << "bound of what it moves).\n\n"
+    << "| dtype | batch | path | tokens/s | weight MB per step | weight MB per token | GB/s of "
+       "weights |\n"
+    << "|---|---|---|---|---|---|---|\n";
+  for (const auto& row : r["rows"])
+    s << "| " << row["dtype"].get<std::string>() << " | " << row["batch"] << " | "
+      << (row["fused"].get<bool>() ? "fused" : "dense") << " | " << fixed(row["tokens_per_s"], 1)
+      << " | " << fixed(row["weight_bytes_per_step"].get<double>() / 1e6, 1) << " | "
+      << fixed(row["weight_bytes_per_token"].get<double>() / 1e6, 2) << " | "
+      << fixed(row["weight_gb_per_s"], 2) << " |\n";
+  s << "\nThe kernels alone over one decoding step's layers (the 210 NF4 projections, then the "
+    << "16-bit output layer), no attention, norms or sampling:\n\n"
+    << "| rows | NF4 layers ms | their GB/s | Q16 output layer ms | its GB/s "
+       "|\n|---|---|---|---|---|\n";
+  for (const auto& k : r["kernels"])
+    s << "| " << k["batch"] << " | " << fixed(k["nf4_layers_ms"], 2) << " | "
+      << fixed(k["nf4_gb_per_s"], 1) << " | " << fixed(k["q16_head_ms"], 2) << " | "
+      << fixed(k["q16_gb_per_s"], 1) << " |\n";
+  if (r.contains("llama_cpp_decode_tokens_per_s"))
+    s << "\nllama.cpp (llama-cpp-python " << r["llama_cpp_version"].get<std::string>()
+      << ") on the same GGUF's own Q4_1 weights, same machine and threads, batch 1: "
+      << fixed(r["llama_cpp_decode_tokens_per_s"], 1) << " tokens/s (from `"
+      << r["llama_cpp_file"].get<std::string>() << "`).\n";
+  return s.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", out, llamacpp, part = "all";
+  int threads = 2, reps = 5;
+  std::string command = "build/bench_decode";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    command += " " + flag + " " + value;
+    if (flag == "--model")
+      model = value;
+    else if (flag == "--threads")
+      threads = std::stoi(value);
+    else if (flag == "--reps")
+      reps = std::stoi(value);
+    else if (flag == "--llamacpp")
+      llamacpp = value;
+    else if (flag == "--out")
+      out = value;
+    else if (flag == "--part")  // kernels: the kernel sweep alone (for profilers)
+      part = value;
+    else {
+      std::fprintf(stderr, "bench_decode: unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  try {
+    torch::set_num_threads(threads);
+    const models::DequantizedWeights dense_base;  // as a run on a CPU holds it
+    const std::string dir = models::is_gguf_path(model) ? models::gguf_model_dir(model) : model;
+    json r{{"threads", threads},
+           {"reps", reps},
+           {"cpu", bench::cpu_name()},
+           {"isa", models::cpu_isa_name(models::active_cpu_isa())}};
+    const int64_t large = 64ll << 20, small = 1ll << 18;  // floats per array
+    r["triad_large_mib"] = large * 4 >> 20;
+    r["triad_small_mib"] = double(small * 4) / double(1 << 20);
+    r["triad_large_gb_s"] = triad_gb_per_s(large, reps);
+    r["triad_small_gb_s"] = triad_gb_per_s(small, 50 * reps);
+    r["kernels"] = kernel_rows(dir, reps);
+    if (part == "kernels") return 0;
+    r["rows"] = json::array();
+    for (auto dtype : {torch::kFloat32, torch::kBFloat16})
+      for (auto& row : decode_rows(dir, dtype, reps)) r["rows"].push_back(row);
+    if (!llamacpp.empty()) {
+      const json l = json::parse(read_file(llamacpp));
+      const json& batch1 = l["generate"]["llama_cpp"]["batches"]["batch_1"];
+      r["llama_cpp_decode_tokens_per_s"] = batch1["decode_tokens_per_s"];
+      r["llama_cpp_version"] = l["versions"]["llama_cpp"];
+      r["llama_cpp_file"] = llamacpp;
+    }
+    const std::string text = table(r, command);
+    if (!out.empty()) {
+      write_file_atomically(out, text);
+      write_file_atomically(out.substr(0, out.rfind('.')) + ".json", r.dump(1) + "\n");
+    }
+    std::printf("%s", text.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_decode: %s\n", e.what());
+    return 1;
+  }
+}
