@@ -110,8 +110,9 @@ int main(int argc, char** argv) {
     const auto& prompts = world.splits.front().examples;
 
     std::vector<Row> rows;
-    for (auto [dtype, nf4] : {std::pair{torch::kFloat32, false}, std::pair{torch::kBFloat16, false},
-                              std::pair{torch::kBFloat16, true}})
+    for (auto [dtype, nf4] :
+         {std::pair{torch::kFloat32, false}, std::pair{torch::kFloat32, true},
+          std::pair{torch::kBFloat16, false}, std::pair{torch::kBFloat16, true}})
       for (bool trained : {false, true}) {
         rows.push_back(measure(dir, tokenizer, prompts, dtype, nf4, trained));
         const auto& s = rows.back().stats;
