@@ -478,14 +478,18 @@ torch::Tensor nf4_matvec_cpu(const torch::Tensor& x, const Nf4Weight& weight) {
       x, out, in,
       [&](int64_t o, const RowJob& job) { nf4_kernel(isa, job.rows)(packed + o * in / 2, job); },
       [&](int64_t o, float* scales) {
-        for (int64_t b = 0; b < blocks; ++b) {
+        // The second-level block advances by counting, not dividing: an integer division per
+        // block cost more than the block's arithmetic.
+        const int64_t first = o * blocks;
+        int64_t group = first / weight.absmax_blocksize;
+        int64_t left = weight.absmax_blocksize - first % weight.absmax_blocksize;
+        for (int64_t b = 0; b < blocks; ++b, --left) {
+          if (left == 0) ++group, left = weight.absmax_blocksize;
           // The block absmax as nf4_dequantize_reference recomposes it (multiply, then add),
-          // over the level scale (a power of two: exact).
-          const int64_t block = o * blocks + b;
-          float absmax =
-              levels[absmax_codes[block]] * absmax_scale[block / weight.absmax_blocksize];
+          // times the inverse level scale (a power of two: exact).
+          float absmax = levels[absmax_codes[first + b]] * absmax_scale[group];
           absmax = absmax + weight.absmax_offset;
-          scales[b] = absmax / kLevelScale;
+          scales[b] = absmax * (1.0f / kLevelScale);
         }
       });
 }
