@@ -6,9 +6,11 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
+#include "models/model_tensors.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define CITEFORGE_X86 1
@@ -70,8 +72,10 @@ struct RowJob {
   float* y;
   int64_t y_stride;
 };
-using Nf4RowKernel = void (*)(const uint8_t* packed, const RowJob& job);
-using Q16RowKernel = void (*)(const int16_t* codes, const RowJob& job);
+template <class Code>
+using RowKernel = void (*)(const Code* codes, const RowJob& job);
+using Nf4RowKernel = RowKernel<uint8_t>;  // packed nibbles
+using Q16RowKernel = RowKernel<int16_t>;
 
 float add_lanes(const float* s) {
   return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
@@ -266,27 +270,15 @@ CITEFORGE_AVX2 void q16_row_avx2(const int16_t* codes, const RowJob& job) {
 
 std::atomic<int> forced_isa{-1};
 
-// The kernel for `isa` and 1 to kMaxRows activation rows.
+// The instantiation of `Rows` for 1 to kMaxRows activation rows (more take kMaxRows at a time).
+template <class Kernel, template <int> class Rows, size_t... I>
+Kernel by_rows(int64_t rows, std::index_sequence<I...>) {
+  static constexpr Kernel kernels[] = {Rows<int(I) + 1>::kernel...};
+  return kernels[std::clamp<int64_t>(rows, 1, kMaxRows) - 1];
+}
 template <class Kernel, template <int> class Rows>
 Kernel by_rows(int64_t rows) {
-  switch (rows) {
-    case 1:
-      return Rows<1>::kernel;
-    case 2:
-      return Rows<2>::kernel;
-    case 3:
-      return Rows<3>::kernel;
-    case 4:
-      return Rows<4>::kernel;
-    case 5:
-      return Rows<5>::kernel;
-    case 6:
-      return Rows<6>::kernel;
-    case 7:
-      return Rows<7>::kernel;
-    default:
-      return Rows<8>::kernel;
-  }
+  return by_rows<Kernel, Rows>(rows, std::make_index_sequence<kMaxRows>());
 }
 
 #if defined(CITEFORGE_X86)
@@ -361,6 +353,12 @@ QuantizedRows quantize_rows(const float* x, int64_t rows, int64_t in) {
   return q;
 }
 
+// Whether a weight of `dims` dimensions and `in` inputs is [out, in] with whole blocks in each
+// row, so that no block straddles two rows.
+bool whole_blocks_per_row(int64_t dims, int64_t in) {
+  return dims == 2 && in > 0 && in % kBlock == 0;
+}
+
 void check_input(const torch::Tensor& x, int64_t in, const char* what) {
   if (!x.device().is_cpu()) throw Error(std::string(what) + ": the activations are not on the CPU");
   if (x.size(-1) != in)
@@ -368,24 +366,34 @@ void check_input(const torch::Tensor& x, int64_t in, const char* what) {
                 " for a weight of " + std::to_string(in) + " inputs");
 }
 
-// Runs `row(o, job)` for every output row, in parallel over rows, each call on at most
-// kMaxRows activation rows. `weight_scales(o, scales)` fills the row's block scales.
-template <class RowFn, class ScaleFn>
-torch::Tensor run_rows(const torch::Tensor& x, int64_t out, int64_t in, RowFn row,
+// Runs the row kernel `pick` gives for this CPU over every output row (`codes_per_row` codes
+// each), in parallel over rows, each call on at most kMaxRows activation rows.
+// `weight_scales(o, scratch)` returns the row's block scales, in `scratch` where it computes them.
+template <class Code, class ScaleFn>
+torch::Tensor run_rows(const torch::Tensor& x, int64_t out, int64_t in, const Code* codes,
+                       int64_t codes_per_row, RowKernel<Code> (*pick)(CpuIsa, int64_t),
                        ScaleFn weight_scales) {
   const auto x32 = x.to(torch::kFloat32).contiguous();
   const int64_t rows = x32.numel() / in, blocks = in / kBlock;
   const QuantizedRows q = quantize_rows(x32.data_ptr<float>(), rows, in);
+  // Chosen once per call: every chunk of activation rows has kMaxRows of them but the last.
+  const CpuIsa isa = active_cpu_isa();
+  const RowKernel<Code> full = pick(isa, kMaxRows);
+  const RowKernel<Code> last = pick(isa, rows - (rows - 1) / kMaxRows * kMaxRows);
   auto y = torch::empty({rows, out}, torch::kFloat32);
   float* y_data = y.data_ptr<float>();
   const int64_t grain = std::max<int64_t>(1, 32768 / in);
   at::parallel_for(0, out, grain, [&](int64_t begin, int64_t end) {
-    std::vector<float> scales(static_cast<size_t>(blocks));
+    std::vector<float> scratch(static_cast<size_t>(blocks));
     for (int64_t o = begin; o < end; ++o) {
-      weight_scales(o, scales.data());
-      for (int64_t r0 = 0; r0 < rows; r0 += kMaxRows)
-        row(o, RowJob{scales.data(), q.codes.data() + r0 * in, q.scales.data() + r0 * blocks, in,
-                      std::min(kMaxRows, rows - r0), y_data + r0 * out + o, out});
+      const float* scales = weight_scales(o, scratch.data());
+      for (int64_t r0 = 0; r0 < rows; r0 += kMaxRows) {
+        const int64_t n = std::min(kMaxRows, rows - r0);
+        (n == kMaxRows ? full : last)(
+            codes + o * codes_per_row,
+            RowJob{scales, q.codes.data() + r0 * in, q.scales.data() + r0 * blocks, in, n,
+                   y_data + r0 * out + o, out});
+      }
     }
   });
   auto sizes = x.sizes().vec();
@@ -433,9 +441,9 @@ void force_cpu_isa(std::optional<CpuIsa> isa) {
 }
 
 Q16Weight q16_quantize(const torch::Tensor& weight) {
-  if (weight.dim() != 2 || weight.size(1) % kBlock != 0)
+  if (!whole_blocks_per_row(weight.dim(), weight.dim() == 2 ? weight.size(1) : 0))
     throw Error("q16 weight: expected [out, in] with in a multiple of 64, got " +
-                std::to_string(weight.dim()) + " dimensions");
+                shape_text(weight.sizes()));
   torch::NoGradGuard no_grad;
   const int64_t out = weight.size(0), in = weight.size(1), blocks = in / kBlock;
   auto w = weight.detach().to(torch::kCPU, torch::kFloat32).reshape({out, blocks, kBlock});
@@ -459,9 +467,15 @@ torch::Tensor q16_dequantize(const Q16Weight& weight) {
   return (codes * weight.scales.unsqueeze(2)).reshape({weight.out_features, weight.in_features});
 }
 
+bool cpu_matvec_supports(const torch::Tensor& weight) {
+  return weight.device().is_cpu() &&
+         whole_blocks_per_row(weight.dim(), weight.dim() == 2 ? weight.size(1) : 0);
+}
+
 bool cpu_matvec_supports(const Nf4Weight& weight) {
-  return weight.device().is_cpu() && weight.shape.size() == 2 && weight.blocksize == kBlock &&
-         weight.shape[1] % kBlock == 0 && weight.shape[1] > 0;
+  return weight.device().is_cpu() && weight.blocksize == kBlock &&
+         whole_blocks_per_row(int64_t(weight.shape.size()),
+                              weight.shape.size() == 2 ? weight.shape[1] : 0);
 }
 
 torch::Tensor nf4_matvec_cpu(const torch::Tensor& x, const Nf4Weight& weight) {
@@ -473,25 +487,23 @@ torch::Tensor nf4_matvec_cpu(const torch::Tensor& x, const Nf4Weight& weight) {
   const uint8_t* absmax_codes = weight.absmax_codes.data_ptr<uint8_t>();
   const float* absmax_scale = weight.absmax_scale.data_ptr<float>();
   const float* levels = dynamic_map_signed().data();
-  const CpuIsa isa = active_cpu_isa();
-  return run_rows(
-      x, out, in,
-      [&](int64_t o, const RowJob& job) { nf4_kernel(isa, job.rows)(packed + o * in / 2, job); },
-      [&](int64_t o, float* scales) {
-        // The second-level block advances by counting, not dividing: an integer division per
-        // block cost more than the block's arithmetic.
-        const int64_t first = o * blocks;
-        int64_t group = first / weight.absmax_blocksize;
-        int64_t left = weight.absmax_blocksize - first % weight.absmax_blocksize;
-        for (int64_t b = 0; b < blocks; ++b, --left) {
-          if (left == 0) ++group, left = weight.absmax_blocksize;
-          // The block absmax as nf4_dequantize_reference recomposes it (multiply, then add),
-          // times the inverse level scale (a power of two: exact).
-          float absmax = levels[absmax_codes[first + b]] * absmax_scale[group];
-          absmax = absmax + weight.absmax_offset;
-          scales[b] = absmax * (1.0f / kLevelScale);
-        }
-      });
+  return run_rows(x, out, in, packed, in / 2, nf4_kernel,
+                  [&](int64_t o, float* scales) -> const float* {
+                    // The second-level block advances by counting, not dividing: an integer
+                    // division per block cost more than the block's arithmetic.
+                    const int64_t first = o * blocks;
+                    int64_t group = first / weight.absmax_blocksize;
+                    int64_t left = weight.absmax_blocksize - first % weight.absmax_blocksize;
+                    for (int64_t b = 0; b < blocks; ++b, --left) {
+                      if (left == 0) ++group, left = weight.absmax_blocksize;
+                      // The block absmax as nf4_dequantize_reference recomposes it (multiply, then
+                      // add), times the inverse level scale (a power of two: exact).
+                      float absmax = levels[absmax_codes[first + b]] * absmax_scale[group];
+                      absmax = absmax + weight.absmax_offset;
+                      scales[b] = absmax * (1.0f / kLevelScale);
+                    }
+                    return scales;
+                  });
 }
 
 torch::Tensor q16_matvec_cpu(const torch::Tensor& x, const Q16Weight& weight) {
@@ -499,13 +511,9 @@ torch::Tensor q16_matvec_cpu(const torch::Tensor& x, const Q16Weight& weight) {
   check_input(x, in, "q16 matvec");
   const int16_t* codes = weight.codes.data_ptr<int16_t>();
   const float* scales = weight.scales.data_ptr<float>();
-  const CpuIsa isa = active_cpu_isa();
-  return run_rows(
-      x, out, in,
-      [&](int64_t o, const RowJob& job) { q16_kernel(isa, job.rows)(codes + o * in, job); },
-      [&](int64_t o, float* block_scales) {
-        std::copy(scales + o * blocks, scales + (o + 1) * blocks, block_scales);
-      });
+  // The Q16 copy stores its block scales row by row already.
+  return run_rows(x, out, in, codes, in, q16_kernel,
+                  [&](int64_t o, float*) { return scales + o * blocks; });
 }
 
 }  // namespace citeforge::models

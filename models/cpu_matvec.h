@@ -44,8 +44,10 @@ struct Q16Weight {
   int64_t out_features = 0, in_features = 0;
   torch::Tensor codes;   // int16 [out, in]
   torch::Tensor scales;  // float32 [out, in / 64]
+
+  int64_t bytes() const { return int64_t(codes.nbytes() + scales.nbytes()); }
 };
-// Needs in % 64 == 0; throws Error otherwise.
+// Throws Error where cpu_matvec_supports(weight) does not hold.
 Q16Weight q16_quantize(const torch::Tensor& weight);
 // The fp32 weight the Q16 copy stands for (codes times scales, in input order).
 torch::Tensor q16_dequantize(const Q16Weight& weight);
@@ -53,6 +55,8 @@ torch::Tensor q16_dequantize(const Q16Weight& weight);
 // Whether the kernels take this weight: on the CPU, 2-D, rows a multiple of the 64-value block
 // (so no block straddles two rows), blocks of 64.
 bool cpu_matvec_supports(const Nf4Weight& weight);
+// The same for a dense weight that a Q16 copy is to be made of.
+bool cpu_matvec_supports(const torch::Tensor& weight);
 
 // x [..., in] (fp32 or bf16, on the CPU) times the weight's transpose: [..., out] in x's dtype,
 // accumulated in fp32. Threads over output rows with LibTorch's intra-op pool.

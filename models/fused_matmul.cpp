@@ -28,15 +28,12 @@ std::optional<torch::Tensor> fused_nf4_linear(const torch::Tensor& x, const Nf4W
 
 std::optional<torch::Tensor> fused_output_layer(const torch::Tensor& x, const torch::Tensor& weight,
                                                 DecodingHead& head) {
-  if (!use_fused_kernel(x) || weight.dim() != 2 || weight.size(1) % 64 != 0 ||
-      !weight.device().is_cpu())
-    return std::nullopt;
+  if (!use_fused_kernel(x) || !cpu_matvec_supports(weight)) return std::nullopt;
   // A weight trained in this pass needs its gradient through the matmul.
   if (weight.requires_grad() && torch::GradMode::is_enabled()) return std::nullopt;
-  if (head.source != weight.unsafeGetTensorImpl() || head.version != weight._version()) {
+  if (!head.stamp.matches(weight)) {
     head.q16 = q16_quantize(weight);
-    head.source = weight.unsafeGetTensorImpl();
-    head.version = weight._version();
+    head.stamp.take(weight);
   }
   return q16_matvec_cpu(x, head.q16);
 }

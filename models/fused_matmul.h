@@ -11,6 +11,7 @@
 
 #include "models/cpu_matvec.h"
 #include "models/nf4.h"
+#include "models/weight_stamp.h"
 
 namespace citeforge::models {
 
@@ -34,11 +35,10 @@ std::optional<torch::Tensor> fused_nf4_linear(const torch::Tensor& x, const Nf4W
 // A dense output layer's 16-bit decoding copy, kept while its weight is unchanged.
 struct DecodingHead {
   Q16Weight q16;
-  const void* source = nullptr;
-  int64_t version = -1;
+  WeightStamp stamp;
 };
 // x W^T through `head`'s Q16 copy of `weight` (made or refreshed here), or nullopt where the
-// fused path does not apply or the weight's width is not a multiple of 64.
+// fused path does not apply (see use_fused_kernel and cpu_matvec_supports).
 std::optional<torch::Tensor> fused_output_layer(const torch::Tensor& x, const torch::Tensor& weight,
                                                 DecodingHead& head);
 

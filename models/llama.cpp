@@ -243,11 +243,10 @@ torch::Tensor LlamaForCausalLMImpl::logits(const torch::Tensor& hidden) {
   // fp32 logits of a bf16 model: converting the whole embedding matrix on every decoding step
   // would cost more than the step's matmul, so the copy is kept until the weight changes.
   if (!tied_head_copy.defined() || tied_head_copy.scalar_type() != hidden.scalar_type() ||
-      tied_head_source != tied.unsafeGetTensorImpl() || tied_head_version != tied._version()) {
+      !tied_head_stamp.matches(tied)) {
     torch::NoGradGuard no_grad;
     tied_head_copy = tied.detach().to(hidden.scalar_type());
-    tied_head_source = tied.unsafeGetTensorImpl();
-    tied_head_version = tied._version();
+    tied_head_stamp.take(tied);
   }
   return torch::linear(hidden, tied_head_copy);
 }

@@ -11,6 +11,7 @@
 #include "models/hf_config.h"
 #include "models/kv_cache.h"
 #include "models/linear.h"
+#include "models/weight_stamp.h"
 
 namespace citeforge::models {
 
@@ -102,8 +103,7 @@ struct LlamaForCausalLMImpl : torch::nn::Module {
   // The tied embeddings in the logits' dtype when it differs from theirs (fp32 logits of a bf16
   // model), with what it was copied from.
   torch::Tensor tied_head_copy;
-  const void* tied_head_source = nullptr;
-  int64_t tied_head_version = 0;
+  WeightStamp tied_head_stamp;
   // The output layer's 16-bit copy that decoding steps read on a CPU (models/fused_matmul.h).
   DecodingHead decoding_head;
 };

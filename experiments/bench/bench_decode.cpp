@@ -60,7 +60,8 @@ double triad_gb_per_s(int64_t n, int reps) {
 }
 
 // Bytes of weight one decoding step reads: the decoder's NF4 blocks and the output layer
-// (its 16-bit copy on the fused path, its dense bytes otherwise).
+// (its 16-bit copy on the fused path, which a decoding step has made by now, its dense bytes
+// otherwise).
 double step_weight_bytes(models::LlamaForCausalLM& model, bool fused, int64_t rows) {
   double bytes = 0;
   for (const auto& m : model->modules(/*include_self=*/false))
@@ -68,17 +69,24 @@ double step_weight_bytes(models::LlamaForCausalLM& model, bool fused, int64_t ro
       bytes += linear->nf4 ? double(linear->nf4->bytes()) : double(linear->weight.nbytes());
   const auto& head = model->model->embed_tokens->weight;
   const bool q16 = fused && rows <= models::kFusedMaxRows;
-  bytes += q16 ? double(head.numel()) * (2.0 + 4.0 / 64.0)
+  bytes += q16 ? double(model->decoding_head.q16.bytes())
                : double(head.numel()) * 4.0;  // the fp32 head (a bf16 model keeps an fp32 copy)
   return bytes;
 }
 
-// The fused kernels alone over every layer of one decoding step (no attention, norms or
-// sampling): what the kernels take of a step, and the GB/s they read weights at.
-json kernel_rows(const std::string& dir, int reps) {
+// SmolLM2 with its NF4 base, its other weights in `dtype`.
+models::LlamaForCausalLM load_nf4(const std::string& dir, torch::Dtype dtype) {
   models::LoadOptions options;
   options.nf4 = true;
+  options.dtype = dtype;
   auto model = models::load_model(dir, options);
+  model->eval();
+  return model;
+}
+
+// The fused kernels alone over every layer of one decoding step (no attention, norms or
+// sampling): what the kernels take of a step, and the GB/s they read weights at.
+json kernel_rows(models::LlamaForCausalLM& model, int reps) {
   std::vector<const models::Nf4Weight*> layers;
   for (const auto& m : model->modules(/*include_self=*/false))
     if (auto* linear = m->as<models::LinearImpl>())
@@ -92,7 +100,7 @@ json kernel_rows(const std::string& dir, int reps) {
     auto x_mlp = torch::randn({batch, model->config.intermediate_size});
     double nf4_bytes = 0;
     for (const auto* w : layers) nf4_bytes += double(w->bytes());
-    const double head_bytes = double(head.codes.nbytes() + head.scales.nbytes());
+    const double head_bytes = double(head.bytes());
     auto sweep = [&] {
       for (const auto* w : layers)
         models::nf4_matvec_cpu(w->shape[1] == hidden ? x_hidden : x_mlp, *w);
@@ -117,12 +125,7 @@ json kernel_rows(const std::string& dir, int reps) {
   return rows;
 }
 
-json decode_rows(const std::string& dir, torch::Dtype dtype, int reps) {
-  models::LoadOptions options;
-  options.nf4 = true;
-  options.dtype = dtype;
-  auto model = models::load_model(dir, options);
-  model->eval();
+json decode_rows(models::LlamaForCausalLM& model, torch::Dtype dtype, int reps) {
   json rows = json::array();
   for (int64_t batch : {1, 4, 8, 16, 32}) {
     torch::manual_seed(0);
@@ -256,11 +259,14 @@ int main(int argc, char** argv) {
     r["triad_small_mib"] = double(small * 4) / double(1 << 20);
     r["triad_large_gb_s"] = triad_gb_per_s(large, reps);
     r["triad_small_gb_s"] = triad_gb_per_s(small, 50 * reps);
-    r["kernels"] = kernel_rows(dir, reps);
+    auto fp32_model = load_nf4(dir, torch::kFloat32);
+    r["kernels"] = kernel_rows(fp32_model, reps);
     if (part == "kernels") return 0;
     r["rows"] = json::array();
-    for (auto dtype : {torch::kFloat32, torch::kBFloat16})
-      for (auto& row : decode_rows(dir, dtype, reps)) r["rows"].push_back(row);
+    for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+      auto model = dtype == torch::kFloat32 ? fp32_model : load_nf4(dir, dtype);
+      for (auto& row : decode_rows(model, dtype, reps)) r["rows"].push_back(row);
+    }
     if (!llamacpp.empty()) {
       const json l = json::parse(read_file(llamacpp));
       const json& batch1 = l["generate"]["llama_cpp"]["batches"]["batch_1"];

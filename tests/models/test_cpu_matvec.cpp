@@ -2,6 +2,8 @@
 // dequantise-then-matmul reference on random shapes, within a bound derived from the two
 // roundings the kernel makes, and every instruction-set path this CPU runs against the others.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
 
 #include "common/error.h"
 #include "models/cpu_matvec.h"
@@ -28,22 +30,41 @@ std::vector<CpuIsa> runnable_paths() {
   return paths;
 }
 
-// |kernel - reference| allowed per output: the activations are rounded to 1/8191 of their
-// block's largest value (error at most half of that) and the NF4 levels to 2^-14 (half of that
-// times the block absmax), so the error of output o is at most
-//   sum_b (0.5 / 8191) max|x_b| sum|w_ob| + (2^-15) absmax_ob sum|x_b|,
+// |kernel - reference| allowed per output, in fp64: the activations are rounded to 1/8191 of
+// their block's largest value (error at most half of that) and the weights by at most
+// `weight_rounding` per block ([out, blocks]: 2^-15 times the block absmax for the NF4 levels,
+// 0 against a Q16 copy's own dequantised weight), so the error of output o is at most
+//   sum_b (0.5 / 8191) max|x_b| sum|w_ob| + weight_rounding_ob sum|x_b|,
 // plus fp32 summation noise, which 1e-5 of sum|w||x| covers.
 torch::Tensor error_bound(const torch::Tensor& x, const torch::Tensor& w,
-                          const torch::Tensor& block_absmax) {
+                          const torch::Tensor& weight_rounding) {
   const int64_t blocks = x.size(-1) / 64;
   auto xb = x.reshape({-1, blocks, 64}).abs();         // [rows, blocks, 64]
   auto wb = w.reshape({w.size(0), blocks, 64}).abs();  // [out, blocks, 64]
   auto x_max = std::get<0>(xb.max(2));                 // [rows, blocks]
   auto w_sum = wb.sum(2);                              // [out, blocks]
   auto activation = torch::matmul(x_max * (0.5 / 8191), w_sum.t());
-  auto levels = torch::matmul(xb.sum(2), block_absmax.t() * std::pow(2.0, -15));
+  auto weights = torch::matmul(xb.sum(2), weight_rounding.t());
   auto noise = torch::matmul(x.reshape({-1, x.size(-1)}).abs(), w.abs().t()) * 1e-5;
-  return activation + levels + noise + 1e-6;
+  return activation + weights + noise + 1e-6;
+}
+
+// `matvec` on every path this CPU runs: each result within `bound` of `reference`, and all of
+// them the same bits (integer sums and one shared fp32 order).
+void check_every_path(const std::function<torch::Tensor()>& matvec, const torch::Tensor& reference,
+                      const torch::Tensor& bound) {
+  torch::Tensor first;
+  for (CpuIsa isa : runnable_paths()) {
+    INFO("path " << models::cpu_isa_name(isa));
+    models::force_cpu_isa(isa);
+    const torch::Tensor y = matvec();
+    REQUIRE(y.sizes() == reference.sizes());
+    CHECK(((y.to(torch::kFloat64) - reference).abs() - bound).max().item<double>() <= 0);
+    if (!first.defined())
+      first = y;
+    else
+      CHECK(torch::equal(y, first));
+  }
 }
 
 }  // namespace
@@ -67,21 +88,8 @@ TEST_CASE(
         x.index_put_({0, torch::indexing::Slice(64, std::min<int64_t>(in, 128))}, 0.0);
         auto reference = torch::matmul(x.to(torch::kFloat64), w.to(torch::kFloat64).t());
         auto bound = error_bound(x.to(torch::kFloat64), w.to(torch::kFloat64),
-                                 block_absmax.to(torch::kFloat64));
-        torch::Tensor first;
-        for (CpuIsa isa : runnable_paths()) {
-          INFO("path " << models::cpu_isa_name(isa));
-          models::force_cpu_isa(isa);
-          auto y = models::nf4_matvec_cpu(x, q);
-          REQUIRE(y.sizes() == torch::IntArrayRef({rows, out}));
-          auto excess = ((y.to(torch::kFloat64) - reference).abs() - bound).max().item<double>();
-          CHECK(excess <= 0);
-          // Integer sums and one shared epilogue: every path gives the same bits.
-          if (!first.defined())
-            first = y;
-          else
-            CHECK(torch::equal(y, first));
-        }
+                                 block_absmax.to(torch::kFloat64) * std::pow(2.0, -15));
+        check_every_path([&] { return models::nf4_matvec_cpu(x, q); }, reference, bound);
       }
     }
   }
@@ -100,22 +108,8 @@ TEST_CASE(
         0.5 * q.scales.max().item<double>() + 1e-9);
   auto x = torch::randn({3, 192});
   auto reference = torch::matmul(x.to(torch::kFloat64), w.t());
-  const int64_t blocks = 3;
-  auto x_max = std::get<0>(x.to(torch::kFloat64).reshape({3, blocks, 64}).abs().max(2));
-  auto w_sum = w.reshape({300, blocks, 64}).abs().sum(2);
-  auto bound = torch::matmul(x_max * (0.5 / 8191), w_sum.t()) +
-               torch::matmul(x.abs().to(torch::kFloat64), w.abs().t()) * 1e-5 + 1e-6;
-  torch::Tensor first;
-  for (CpuIsa isa : runnable_paths()) {
-    INFO("path " << models::cpu_isa_name(isa));
-    models::force_cpu_isa(isa);
-    auto y = models::q16_matvec_cpu(x, q);
-    CHECK(((y.to(torch::kFloat64) - reference).abs() - bound).max().item<double>() <= 0);
-    if (!first.defined())
-      first = y;
-    else
-      CHECK(torch::equal(y, first));
-  }
+  auto bound = error_bound(x.to(torch::kFloat64), w, torch::zeros({300, 3}, torch::kFloat64));
+  check_every_path([&] { return models::q16_matvec_cpu(x, q); }, reference, bound);
 }
 
 TEST_CASE(
