@@ -25,6 +25,13 @@ T field(const json& j, const std::string& key, const std::string& file, std::opt
   }
 }
 
+// The field's value, or nullopt where it is absent or null.
+template <typename T>
+std::optional<T> optional_field(const json& j, const std::string& key, const std::string& file) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  return field<T>(j, key, file, std::nullopt);
+}
+
 int64_t positive(const json& j, const std::string& key, const std::string& file,
                  std::optional<int64_t> fallback = std::nullopt) {
   int64_t value = field<int64_t>(j, key, file, fallback);
@@ -75,9 +82,10 @@ void read_rope(const json& j, const std::string& file, ModelConfig& c) {
     if (!it->is_object()) fail_at(file, where, "expected an object");
     const json& r = *it;
     auto key = [&](const char* name) { return where + " key '" + name + "'"; };
-    auto require_key = [&](const char* name) {
-      if (!r.contains(name) || r[name].is_null())
-        fail_at(file, key(name), "missing (" + c.rope_scaling.type + " RoPE needs it)");
+    auto required = [&](const char* name) {
+      const auto value = optional_field<double>(r, name, file);
+      if (!value) fail_at(file, key(name), "missing (" + c.rope_scaling.type + " RoPE needs it)");
+      return *value;
     };
     for (const auto& [name, value] : r.items()) {
       static const std::vector<std::string> known = {"rope_type",
@@ -116,31 +124,24 @@ void read_rope(const json& j, const std::string& file, ModelConfig& c) {
     if (s.original_max_positions == 0 && (s.type == "llama3" || s.type == "yarn"))
       s.original_max_positions = field<int64_t>(j, "max_position_embeddings", file, 2048);
     // yarn without a factor takes it from the two context lengths.
-    if (s.type == "yarn" && (!r.contains("factor") || r["factor"].is_null())) {
+    if (s.type == "yarn" && !optional_field<double>(r, "factor", file))
       s.factor = double(field<int64_t>(j, "max_position_embeddings", file, 2048)) /
                  double(std::max<int64_t>(s.original_max_positions, 1));
-    } else {
-      require_key("factor");
-      s.factor = field<double>(r, "factor", file, std::nullopt);
-    }
+    else
+      s.factor = required("factor");
     if (!(s.factor >= 1.0)) fail_at(file, key("factor"), "must be >= 1");
     if (s.type == "llama3") {
-      require_key("low_freq_factor");
-      require_key("high_freq_factor");
-      s.low_freq_factor = field<double>(r, "low_freq_factor", file, std::nullopt);
-      s.high_freq_factor = field<double>(r, "high_freq_factor", file, std::nullopt);
+      s.low_freq_factor = required("low_freq_factor");
+      s.high_freq_factor = required("high_freq_factor");
       if (!(s.high_freq_factor > s.low_freq_factor))
         fail_at(file, key("high_freq_factor"), "must be above low_freq_factor");
     }
     if (s.type == "yarn") {
       s.beta_fast = field<double>(r, "beta_fast", file, 32.0);
       s.beta_slow = field<double>(r, "beta_slow", file, 1.0);
-      if (r.contains("attention_factor") && !r["attention_factor"].is_null())
-        s.attention_factor = field<double>(r, "attention_factor", file, std::nullopt);
-      if (r.contains("mscale") && !r["mscale"].is_null())
-        s.mscale = field<double>(r, "mscale", file, std::nullopt);
-      if (r.contains("mscale_all_dim") && !r["mscale_all_dim"].is_null())
-        s.mscale_all_dim = field<double>(r, "mscale_all_dim", file, std::nullopt);
+      s.attention_factor = optional_field<double>(r, "attention_factor", file);
+      s.mscale = optional_field<double>(r, "mscale", file);
+      s.mscale_all_dim = optional_field<double>(r, "mscale_all_dim", file);
       s.truncate = field<bool>(r, "truncate", file, true);
     }
   }
