@@ -5,9 +5,38 @@
 namespace citeforge::models {
 namespace {
 
-// Parameters of one decoder block.
+using Shapes = std::map<std::string, std::vector<int64_t>>;
+
+// The parameters of decoder block `i`, with their shapes.
+void add_layer_shapes(const ModelConfig& c, int64_t i, Shapes& shapes) {
+  const int64_t H = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim,
+                I = c.intermediate_size;
+  const std::string p = "model.layers." + std::to_string(i) + ".";
+  shapes[p + "input_layernorm.weight"] = {H};
+  shapes[p + "post_attention_layernorm.weight"] = {H};
+  shapes[p + "self_attn.q_proj.weight"] = {q, H};
+  shapes[p + "self_attn.k_proj.weight"] = {kv, H};
+  shapes[p + "self_attn.v_proj.weight"] = {kv, H};
+  shapes[p + "self_attn.o_proj.weight"] = {H, q};
+  shapes[p + "mlp.gate_proj.weight"] = {I, H};
+  shapes[p + "mlp.up_proj.weight"] = {I, H};
+  shapes[p + "mlp.down_proj.weight"] = {H, I};
+  if (c.qkv_bias) {
+    shapes[p + "self_attn.q_proj.bias"] = {q};
+    shapes[p + "self_attn.k_proj.bias"] = {kv};
+    shapes[p + "self_attn.v_proj.bias"] = {kv};
+  }
+  if (c.o_bias) shapes[p + "self_attn.o_proj.bias"] = {H};
+  if (c.qk_norm) {
+    shapes[p + "self_attn.q_norm.weight"] = {c.head_dim};
+    shapes[p + "self_attn.k_norm.weight"] = {c.head_dim};
+  }
+}
+
 int64_t tensors_per_layer(const ModelConfig& c) {
-  return 9 + (c.qkv_bias ? 3 : 0) + (c.o_bias ? 1 : 0) + (c.qk_norm ? 2 : 0);
+  Shapes one;
+  add_layer_shapes(c, 0, one);
+  return int64_t(one.size());
 }
 
 }  // namespace
@@ -25,33 +54,10 @@ std::string unexpected_tensor_reason(const ModelConfig& c, const std::string& na
 }
 
 std::map<std::string, std::vector<int64_t>> expected_tensor_shapes(const ModelConfig& c) {
-  const int64_t H = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim,
-                I = c.intermediate_size;
-  std::map<std::string, std::vector<int64_t>> shapes{
-      {"model.embed_tokens.weight", {c.vocab_size, H}}, {"model.norm.weight", {H}}};
+  const int64_t H = c.hidden_size;
+  Shapes shapes{{"model.embed_tokens.weight", {c.vocab_size, H}}, {"model.norm.weight", {H}}};
   if (!c.tie_word_embeddings) shapes["lm_head.weight"] = {c.vocab_size, H};
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    shapes[p + "input_layernorm.weight"] = {H};
-    shapes[p + "post_attention_layernorm.weight"] = {H};
-    shapes[p + "self_attn.q_proj.weight"] = {q, H};
-    shapes[p + "self_attn.k_proj.weight"] = {kv, H};
-    shapes[p + "self_attn.v_proj.weight"] = {kv, H};
-    shapes[p + "self_attn.o_proj.weight"] = {H, q};
-    shapes[p + "mlp.gate_proj.weight"] = {I, H};
-    shapes[p + "mlp.up_proj.weight"] = {I, H};
-    shapes[p + "mlp.down_proj.weight"] = {H, I};
-    if (c.qkv_bias) {
-      shapes[p + "self_attn.q_proj.bias"] = {q};
-      shapes[p + "self_attn.k_proj.bias"] = {kv};
-      shapes[p + "self_attn.v_proj.bias"] = {kv};
-    }
-    if (c.o_bias) shapes[p + "self_attn.o_proj.bias"] = {H};
-    if (c.qk_norm) {
-      shapes[p + "self_attn.q_norm.weight"] = {c.head_dim};
-      shapes[p + "self_attn.k_norm.weight"] = {c.head_dim};
-    }
-  }
+  for (int64_t i = 0; i < c.num_layers; ++i) add_layer_shapes(c, i, shapes);
   return shapes;
 }
 
