@@ -12,12 +12,17 @@
 
 namespace citeforge::attribution {
 
-FixMethod parse_fix_method(const std::string& name) {
+std::optional<FixMethod> find_fix_method(const std::string& name) {
   if (name == "keyword") return FixMethod::keyword;
   if (name == "keyword_bm25") return FixMethod::keyword_bm25;
   if (name == "bertscore") return FixMethod::bertscore;
   if (name == "attention") return FixMethod::attention;
   if (name == "ask_model") return FixMethod::ask_model;
+  return std::nullopt;
+}
+
+FixMethod parse_fix_method(const std::string& name) {
+  if (auto method = find_fix_method(name)) return *method;
   throw Error("unknown citation correction method '" + name +
               "' (keyword, keyword_bm25, bertscore, attention, ask_model)");
 }
@@ -56,22 +61,6 @@ std::unordered_set<std::string> keywords(const std::string& text) {
   for (auto& word : data::bm25_tokenize(text))
     if (!is_stop_word(word)) out.insert(std::move(word));
   return out;
-}
-
-std::string citation_text(const data::Example& example, const std::vector<int>& keys) {
-  std::string out;
-  if (example.citation_style == data::CitationStyle::numeric) {
-    for (int key : keys) {  // appended piece by piece: GCC 12 warns falsely on "[" + s + "]"
-      out += '[';
-      out += std::to_string(key);
-      out += ']';
-    }
-    return out;
-  }
-  for (int key : keys)
-    for (const auto& s : example.sources)
-      if (s.key == key) out += (out.empty() ? "(" : "; ") + s.name;
-  return out + ")";
 }
 
 }  // namespace
@@ -199,7 +188,7 @@ FixedAnswer reassign_citations(const data::Example& example, const std::string& 
     std::sort(keys.begin(), keys.end());
     if (keys != p.cited || p.invalid > 0) {
       ++out.changed;
-      out.answer += citation_text(example, keys);
+      out.answer += data::citation_text(example.sources, example.citation_style, keys);
     } else {
       out.answer += original;  // unchanged points keep their own spelling
     }

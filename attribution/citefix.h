@@ -12,11 +12,12 @@
 // attribution/model_scores.h and share the re-assignment below.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "data/example.h"
 #include "data/citations.h"
+#include "data/example.h"
 
 namespace citeforge::attribution {
 
@@ -24,6 +25,8 @@ enum class FixMethod { keyword, keyword_bm25, bertscore, attention, ask_model };
 
 // A method's name; anything else throws an Error listing the methods.
 FixMethod parse_fix_method(const std::string& name);
+// The method of that name, or nothing.
+std::optional<FixMethod> find_fix_method(const std::string& name);
 const char* to_string(FixMethod method);
 // bertscore, attention and ask_model need the model (attribution/model_scores.h).
 bool needs_model(FixMethod method);

@@ -463,6 +463,40 @@ std::string strip_citations(const std::string& answer, const ParsedCitations& pa
   return out;
 }
 
+std::string citation_text(const std::vector<Source>& sources, CitationStyle style,
+                          const std::vector<int>& keys) {
+  std::string out;
+  if (style == CitationStyle::numeric) {
+    for (int key : keys) {  // appended piece by piece: GCC 12 warns falsely on "[" + s + "]"
+      out += '[';
+      out += std::to_string(key);
+      out += ']';
+    }
+    return out;
+  }
+  for (int key : keys)
+    for (const auto& s : sources)
+      if (s.key == key) {
+        out += out.empty() ? "(" : "; ";
+        out += s.name;
+      }
+  return out.empty() ? out : out + ")";
+}
+
+std::string cite_sentence(const std::string& sentence, const std::string& citation) {
+  std::string out = sentence;
+  std::string end;
+  if (!out.empty() && (out.back() == '.' || out.back() == '!' || out.back() == '?')) {
+    end = out.substr(out.size() - 1);
+    out.pop_back();
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  out += ' ';
+  out += citation;
+  out += end;
+  return out;
+}
+
 std::string citations_in_words(const std::string& answer, const ParsedCitations& parsed) {
   std::string out = strip_citations(answer, parsed);
   const auto& keys = parsed.cited;

@@ -73,6 +73,15 @@ std::string strip_citations(const std::string& answer, const ParsedCitations& pa
 // cites nothing comes back stripped only. Nothing in the result parses as a citation.
 std::string citations_in_words(const std::string& answer, const ParsedCitations& parsed);
 
+// How an answer in `style` cites `keys`: "[1][3]" (numeric) or "(Name one; Name three)" (named,
+// the sources' names as the prompt gives them).
+std::string citation_text(const std::vector<Source>& sources, CitationStyle style,
+                          const std::vector<int>& keys);
+
+// `sentence` with `citation` placed where answers put it: before a final `.`, `!` or `?`, after
+// a space: "Crabs are eaten." -> "Crabs are eaten [1]."
+std::string cite_sentence(const std::string& sentence, const std::string& citation);
+
 // The comparison form of a source name or cited name (rule 1 above), e.g.
 // "The Cooley & Mitchell, 2007, p.112" -> "cooley and mitchell 2007 p 112".
 std::string normalize_source_name(const std::string& name);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "data/citations.h"
 #include "retrieval/ranking_metrics.h"
 #include "retrieval/scenarios.h"
 #include "rewards/metrics.h"
@@ -47,14 +48,10 @@ AttributedAnswer generate_then_retrieve(const Corpus& corpus, const std::string&
       out.answer += sentence;
       continue;
     }
-    // The citation goes before the sentence's final punctuation, as answers write it.
-    std::string end;
-    if (!sentence.empty() &&
-        (sentence.back() == '.' || sentence.back() == '!' || sentence.back() == '?')) {
-      end = sentence.substr(sentence.size() - 1);
-      sentence.pop_back();
-    }
-    out.answer += sentence + " [" + std::to_string(cite) + "]" + end;
+    std::string citation = "[";  // appended piece by piece: GCC 12 warns falsely on "[" + s + "]"
+    citation += std::to_string(cite);
+    citation += ']';
+    out.answer += data::cite_sentence(sentence, citation);
   }
   return out;
 }

@@ -60,7 +60,13 @@ std::vector<std::string> answers_for(std::vector<data::Example>& examples,
     }
     return out;
   }
-  std::string answers_path = cli.require("answers");
+  return answers_from_file(examples, data_path, cli.require("answers"));
+}
+
+std::vector<std::string> answers_from_file(std::vector<data::Example>& examples,
+                                           const std::string& data_path,
+                                           const std::string& answers_path) {
+  std::vector<std::string> out;
   auto answers = is_archive(answers_path) ? archive_answers(examples, answers_path, data_path)
                                           : data::read_answers_jsonl(answers_path);
   std::map<std::string, bool> known;

@@ -25,5 +25,9 @@ std::string list_names(const std::map<std::string, std::string>& references);
 // set): `examples` is then cut to the archive's examples, and the cut is said on stderr.
 std::vector<std::string> answers_for(std::vector<data::Example>& examples,
                                      const std::string& data_path, const CliArgs& cli);
+// The same for answers read from `answers_path` (JSONL or an archive).
+std::vector<std::string> answers_from_file(std::vector<data::Example>& examples,
+                                           const std::string& data_path,
+                                           const std::string& answers_path);
 
 }  // namespace citeforge::trainer

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/commands.h"
 #include "trainer/eval/eval_record.h"
+#include "trainer/eval/paired.h"
 
 namespace citeforge::trainer {
 
@@ -30,6 +32,9 @@ const CliCommand& score_cli() {
                          "whether citations of no source count as wrong", "penalize"});
     c.options.push_back({"overlap-reference", "NAME",
                          "also score citation overlap with this reference answer (HAGRID)"});
+    c.options.push_back({"baseline", "ANSWERS.jsonl|ARCHIVE.h5",
+                         "also test the answers against these (e.g. the base model's, or the "
+                         "uncorrected ones), paired on the same questions"});
     return c;
   }();
   return command;
@@ -68,6 +73,7 @@ int command_score(const Args& args) {
   options.invalid_citations =
       rewards::parse_invalid_citations(cli.require("invalid-citations"), "--invalid-citations");
   auto overlap_name = cli.get("overlap-reference");
+  auto baseline_path = cli.get("baseline");
 
   std::vector<data::Example> examples = data::read_examples_jsonl(data_path);
   if (examples.empty()) fail_at(data_path, "", "no examples to score");
@@ -107,6 +113,19 @@ int command_score(const Args& args) {
       line[name] = applicable(name) ? json_number(column[i]) : nlohmann::ordered_json();
     per_example += line.dump() + "\n";
   }
+  // Paired tests against chance and the baseline's answers to the same questions (by id, under
+  // the name "base" as a run's results call the model the answers are compared with). With
+  // circular labels they would test the answers against themselves, so there are none.
+  std::optional<EvalRecord> baseline;
+  if (baseline_path) {
+    std::vector<data::Example> answered = examples;
+    const auto baseline_answers = answers_from_file(answered, data_path, *baseline_path);
+    EvalOptions baseline_eval = eval;
+    baseline_eval.data_path = *baseline_path;
+    baseline = evaluate_answers(answered, baseline_answers, baseline_eval);
+  }
+  std::vector<PairedComparison> paired;
+  if (circular == 0) paired = paired_comparisons(record, baseline ? &*baseline : nullptr, nullptr);
   nlohmann::ordered_json summary;
   std::printf("%-27s %10s  %-22s %6s\n", "metric", "mean", "95% CI (bootstrap)", "n");
   for (const auto& [name, a] : record.aggregates) {
@@ -121,6 +140,18 @@ int command_score(const Args& args) {
                      {"ci_high", json_number(a.ci_high)}};
     std::printf("%-27s %10.4f  [%8.4f, %8.4f]   %6zu\n", name.c_str(), a.mean, a.ci_low, a.ci_high,
                 a.count);
+  }
+  if (!paired.empty()) {
+    std::printf(
+        "\npaired on the same questions (mean difference, 95%% paired bootstrap interval, "
+        "sign-flip p; unadjusted)\n");
+    std::printf("%-14s %-21s %10s  %-22s %10s %6s\n", "against", "metric", "difference", "95% CI",
+                "p", "n");
+    for (const auto& c : paired)
+      std::printf("%-14s %-21s %+10.4f  [%+8.4f, %+8.4f] %10.2g %6zu\n", c.against.c_str(),
+                  c.metric.c_str(), c.test.difference, c.test.ci_low, c.test.ci_high,
+                  c.test.p_value, c.test.count);
+    summary["paired"] = paired_to_json(paired);
   }
   if (auto out = cli.get("out")) {
     std::filesystem::create_directories(*out);

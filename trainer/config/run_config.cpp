@@ -299,6 +299,7 @@ void visit_eval(V& v, EvalSection& e) {
   v.field("max_examples", e.max_examples);
   v.field("bootstrap_resamples", e.bootstrap_resamples);
   v.optional_list("corrections", e.corrections);
+  v.optional_list("baselines", e.baselines);
   v.optional_list("scenarios", e.scenarios);
   v.optional_field("retrieval_k", e.retrieval_k, !e.scenarios.empty());
   v.optional_number("attributability_threshold", e.attributability_threshold);

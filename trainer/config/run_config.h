@@ -153,6 +153,11 @@ struct EvalSection {
   // each is scored as the test set "<name>+<method>", so the tables show every checkpoint with
   // and without it. The model methods read the checkpoint that wrote the answers.
   std::vector<std::string> corrections;
+  // Citation baselines that need no trained model (attribution/citation_baselines.h:
+  // cite_bm25, cite_all, cite_first): the base model's answers to every given-documents test set
+  // re-cited by the rule and scored as the test set "<name>+<baseline>", so Table 2 shows what
+  // lexical matching alone scores beside the trained settings.
+  std::vector<std::string> baselines;
   // HAGRID's scenarios (retrieval/scenarios.h), "rtg" and/or "gtr": every test set but the
   // selection's is evaluated again with passages retrieved by BM25 from the corpus of its whole
   // file, as the test set "<name>@<scenario>", so the tables show how a model tuned with given

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "attribution/citation_baselines.h"
 #include "attribution/citefix.h"
 #include "common/error.h"
 #include "common/file_io.h"
@@ -150,8 +151,8 @@ void validate_data(const RunConfig& c, FileChecks files) {
     const std::string key = "data.test_sets[" + std::to_string(i) + "]";
     require(!t.name.empty(), f, key + ".name", "must not be empty");
     require(names.insert(t.name).second, f, key + ".name", "duplicate test set '" + t.name + "'");
-    // '+' names a test set's corrected answers and '@' its scenarios (eval.corrections,
-    // eval.scenarios), so a name with them could collide with those.
+    // '+' names a test set's corrected or baseline answers and '@' its scenarios
+    // (eval.corrections, eval.baselines, eval.scenarios), so a name with them could collide.
     require(t.name.find_first_of("+@") == std::string::npos, f, key + ".name",
             "'" + t.name + "' must not contain '+' or '@'");
     require(t.sample >= 0, f, key + ".sample", "must be >= 0 (0 = the whole set)");
@@ -237,6 +238,14 @@ void validate_eval(RunConfig& c) {
     }
     require(std::count(c.eval.corrections.begin(), c.eval.corrections.end(), method) == 1, f,
             "eval.corrections[" + std::to_string(i) + "]", "'" + method + "' is listed twice");
+  }
+  for (std::size_t i = 0; i < c.eval.baselines.size(); ++i) {
+    const std::string& name = c.eval.baselines[i];
+    const std::string key = "eval.baselines[" + std::to_string(i) + "]";
+    require(attribution::find_citation_baseline(name).has_value(), f, key,
+            "unknown citation baseline '" + name + "' (cite_bm25, cite_all, cite_first)");
+    require(std::count(c.eval.baselines.begin(), c.eval.baselines.end(), name) == 1, f, key,
+            "'" + name + "' is listed twice");
   }
   for (std::size_t i = 0; i < c.eval.scenarios.size(); ++i) {
     const std::string& scenario = c.eval.scenarios[i];

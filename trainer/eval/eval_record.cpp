@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cmath>
 
+#include "attribution/citation_baselines.h"
+#include "attribution/citefix.h"
 #include "common/error.h"
 
 namespace citeforge::trainer {
@@ -32,6 +34,25 @@ bool is_plain_name(const std::string& name) {
         c != '-' && c != '@')
       return false;
   return true;
+}
+
+std::string corrected_test_set(const std::string& test_set, const std::string& method) {
+  return test_set + "+" + method;
+}
+
+std::optional<std::string> uncorrected_test_set(const std::string& test_set) {
+  const auto plus = test_set.rfind('+');
+  if (plus == std::string::npos || plus == 0) return std::nullopt;
+  const std::string method = test_set.substr(plus + 1);
+  if (!attribution::find_fix_method(method) && !attribution::find_citation_baseline(method))
+    return std::nullopt;
+  return test_set.substr(0, plus);
+}
+
+bool is_baseline_test_set(const std::string& test_set) {
+  const auto plus = test_set.rfind('+');
+  return plus != std::string::npos && plus > 0 &&
+         attribution::find_citation_baseline(test_set.substr(plus + 1)).has_value();
 }
 
 EvalRecord evaluate_answers(const std::vector<data::Example>& examples,

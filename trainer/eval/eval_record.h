@@ -25,6 +25,14 @@ std::string stage_title(const std::string& stage);
 // `_ . + - @`, not starting with a dot. Used to reject names before they reach a path.
 bool is_plain_name(const std::string& name);
 
+// "test+keyword": the test set that holds `test_set`'s answers corrected by `method`
+// (eval.corrections) or re-cited by a citation baseline (eval.baselines), and back: the test set
+// whose answers a corrected or baseline one re-cited, or nothing.
+std::string corrected_test_set(const std::string& test_set, const std::string& method);
+std::optional<std::string> uncorrected_test_set(const std::string& test_set);
+// Whether `test_set` holds answers re-cited by a citation baseline ("test+cite_all").
+bool is_baseline_test_set(const std::string& test_set);
+
 // A metric's aggregate under its report name (rewards::named_values order).
 using NamedAggregates = std::vector<std::pair<std::string, rewards::Aggregate>>;
 

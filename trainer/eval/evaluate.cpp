@@ -9,6 +9,7 @@
 #include <random>
 
 #include "attribution/attributability.h"
+#include "attribution/citation_baselines.h"
 #include "attribution/citefix.h"
 #include "attribution/model_scores.h"
 #include "common/fault.h"
@@ -174,7 +175,23 @@ EvalRecord record_evaluation(RunContext& run, const TestSet& test, const std::st
   record.checkpoint = checkpoint;
   record.prompts = prompts;
   write_eval_archive(run.setup.dir.eval_archive(stage, epoch, test_set), record);
-  record_result(run.setup.dir.results(), result_of(record));
+  // The paired tests read the base model's answers to the same questions and, for corrected
+  // answers, the uncorrected ones from their archives, written before this one.
+  auto archived = [&](const std::string& s, int e,
+                      const std::string& t) -> std::optional<EvalRecord> {
+    const std::string path = run.setup.dir.eval_archive(s, e, t);
+    if (!file_exists(path)) return std::nullopt;
+    return read_eval_archive(path);
+  };
+  const auto base = stage == "base" ? std::nullopt : archived("base", 0, test_set);
+  const auto uncorrected_name = uncorrected_test_set(test_set);
+  const auto uncorrected =
+      uncorrected_name ? archived(stage, epoch, *uncorrected_name) : std::nullopt;
+  record_result(
+      run.setup.dir.results(),
+      result_of(record, paired_comparisons(record, base ? &*base : nullptr,
+                                           uncorrected ? &*uncorrected : nullptr,
+                                           options.bootstrap_seed, options.bootstrap_resamples)));
   return record;
 }
 
@@ -186,7 +203,7 @@ void evaluate_corrections(RunContext& run, const TestSet& test, const std::strin
   if (test.scenario != retrieval::Scenario::given) return;
   std::optional<attribution::ModelReader> reader;
   for (const auto& name : run.setup.config.eval.corrections) {
-    const std::string test_set = test.spec.name + "+" + name;
+    const std::string test_set = corrected_test_set(test.spec.name, name);
     if (file_exists(run.setup.dir.eval_archive(stage, epoch, test_set))) continue;
     const auto method = attribution::parse_fix_method(name);
     if (attribution::needs_model(method) && !reader) {
@@ -227,6 +244,40 @@ void evaluate_corrections(RunContext& run, const TestSet& test, const std::strin
                   points, skipped, ms);
     print_summary(record, stage, epoch, extra);
   }
+}
+
+// eval.baselines: the base model's answers re-cited by each rule not evaluated yet (only the base
+// model's: the rows show what a rule makes of answers no training touched).
+void evaluate_baselines(RunContext& run, const TestSet& test, const std::string& stage, int epoch,
+                        const std::string& checkpoint, const std::vector<std::string>& answers,
+                        const std::vector<std::string>& prompts) {
+  if (stage != "base" || test.scenario != retrieval::Scenario::given) return;
+  for (const auto& name : run.setup.config.eval.baselines) {
+    const std::string test_set = corrected_test_set(test.spec.name, name);
+    if (file_exists(run.setup.dir.eval_archive(stage, epoch, test_set))) continue;
+    const auto baseline = attribution::find_citation_baseline(name);
+    if (!baseline) throw Error("eval.baselines: unknown citation baseline '" + name + "'");
+    std::vector<std::string> cited;
+    for (std::size_t i = 0; i < answers.size(); ++i)
+      cited.push_back(attribution::cite_by_baseline(test.examples[i], answers[i], *baseline));
+    auto record = record_evaluation(run, test, test_set, stage, epoch, checkpoint, cited, prompts);
+    print_summary(record, stage, epoch);
+  }
+}
+
+// Whether every correction and baseline of a given-documents test set evaluated at (stage,
+// epoch) has its archive; a scenario's sets have none.
+bool derived_sets_done(const RunContext& run, const TestSet& test, const std::string& stage,
+                       int epoch) {
+  if (test.scenario != retrieval::Scenario::given) return true;
+  std::vector<std::string> names = run.setup.config.eval.corrections;
+  if (stage == "base")
+    names.insert(names.end(), run.setup.config.eval.baselines.begin(),
+                 run.setup.config.eval.baselines.end());
+  return std::all_of(names.begin(), names.end(), [&](const std::string& name) {
+    return file_exists(
+        run.setup.dir.eval_archive(stage, epoch, corrected_test_set(test.spec.name, name)));
+  });
 }
 
 // eval.scenarios' gtr: the test set's questions answered without sources, then each answer
@@ -276,16 +327,10 @@ void evaluate_all(RunContext& run, const std::string& stage, int epoch,
     }
     const std::string archive = run.setup.dir.eval_archive(stage, epoch, test.spec.name);
     if (file_exists(archive)) {  // done before an interruption; corrections may be missing
-      // Corrections re-cite among the given documents; a scenario's sets have none to add.
-      const auto& methods = run.setup.config.eval.corrections;
-      const bool corrected = test.scenario != retrieval::Scenario::given ||
-                             std::all_of(methods.begin(), methods.end(), [&](const auto& name) {
-                               return file_exists(run.setup.dir.eval_archive(
-                                   stage, epoch, test.spec.name + "+" + name));
-                             });
-      if (!corrected) {
+      if (!derived_sets_done(run, test, stage, epoch)) {
         const auto done = read_eval_archive(archive);
         evaluate_corrections(run, test, stage, epoch, checkpoint, done.generations, done.prompts);
+        evaluate_baselines(run, test, stage, epoch, checkpoint, done.generations, done.prompts);
       }
       continue;
     }
@@ -299,6 +344,7 @@ void evaluate_all(RunContext& run, const std::string& stage, int epoch,
     std::filesystem::remove(partial);
     print_summary(record, stage, epoch);
     evaluate_corrections(run, test, stage, epoch, checkpoint, answers.answers, answers.prompts);
+    evaluate_baselines(run, test, stage, epoch, checkpoint, answers.answers, answers.prompts);
   }
 }
 

@@ -55,7 +55,7 @@ struct RecordReader {
 
 ResultRecord parse_record(const json& item, const RecordReader& in) {
   if (!item.is_object()) in.fail("", "expected an object");
-  in.only_keys(item, {"stage", "epoch", "test_set", "checkpoint", "metrics"}, "");
+  in.only_keys(item, {"stage", "epoch", "test_set", "checkpoint", "metrics", "paired"}, "");
   ResultRecord record;
   record.stage = in.string(item, "stage");
   if (!is_stage(record.stage))
@@ -71,6 +71,8 @@ ResultRecord parse_record(const json& item, const RecordReader& in) {
   record.checkpoint = in.string(item, "checkpoint");
   record.metrics =
       aggregates_from_json(in.field(item, "metrics", "metrics"), in.file, in.where, "metrics");
+  if (item.contains("paired"))
+    record.paired = paired_from_json(item["paired"], in.file, in.where, "paired");
   return record;
 }
 
@@ -112,8 +114,9 @@ bool same_key(const ResultRecord& a, const ResultRecord& b) {
 
 }  // namespace
 
-ResultRecord result_of(const EvalRecord& record) {
-  return {record.stage, record.epoch, record.test_set, record.checkpoint, record.aggregates};
+ResultRecord result_of(const EvalRecord& record, std::vector<PairedComparison> paired) {
+  return {record.stage,      record.epoch,      record.test_set,
+          record.checkpoint, record.aggregates, std::move(paired)};
 }
 
 const rewards::Aggregate* find_metric(const ResultRecord& record, const std::string& name) {
@@ -145,12 +148,13 @@ std::vector<ResultRecord> read_results(const std::string& path) {
 void write_results(const std::string& path, const std::vector<ResultRecord>& results) {
   json root = json::array();
   for (const auto& r : results) {
-    json metrics = aggregates_to_json(r.metrics);
-    root.push_back({{"stage", r.stage},
-                    {"epoch", r.epoch},
-                    {"test_set", r.test_set},
-                    {"checkpoint", r.checkpoint},
-                    {"metrics", metrics}});
+    json record = {{"stage", r.stage},
+                   {"epoch", r.epoch},
+                   {"test_set", r.test_set},
+                   {"checkpoint", r.checkpoint},
+                   {"metrics", aggregates_to_json(r.metrics)}};
+    if (!r.paired.empty()) record["paired"] = paired_to_json(r.paired);
+    root.push_back(std::move(record));
   }
   write_file_atomically(path, root.dump(2) + "\n");
 }
@@ -181,7 +185,7 @@ void sort_results(std::vector<ResultRecord>& results) {
                    });
 }
 
-std::vector<ResultRecord> results_from_archives(const std::string& run_dir) {
+std::vector<ResultRecord> results_from_archives(const std::string& run_dir, int resamples) {
   fs::path eval_dir = RunDir{run_dir}.eval();
   std::error_code ec;
   if (!fs::is_directory(eval_dir, ec))
@@ -190,7 +194,7 @@ std::vector<ResultRecord> results_from_archives(const std::string& run_dir) {
   for (const auto& entry : fs::directory_iterator(eval_dir))
     if (entry.is_directory()) dirs.push_back(entry.path());
   std::sort(dirs.begin(), dirs.end());
-  std::vector<ResultRecord> out;
+  std::vector<EvalRecord> records;
   for (const auto& dir : dirs) {
     // <stage>-<epoch>; the stage itself may contain '-' only through "sft+ppo"-style names, so
     // the epoch is what follows the last '-'.
@@ -223,11 +227,26 @@ std::vector<ResultRecord> results_from_archives(const std::string& run_dir) {
       if (record.epoch != epoch)
         mismatch("epoch", std::to_string(record.epoch), std::to_string(epoch));
       if (record.test_set != test_set) mismatch("test_set", record.test_set, test_set);
-      out.push_back(result_of(record));
+      records.push_back(std::move(record));
     }
   }
-  if (out.empty())
+  if (records.empty())
     fail_at(eval_dir.string(), "", "no evaluation archives (<stage>-<epoch>/<test set>.h5)");
+  auto find = [&](const std::string& stage, int epoch,
+                  const std::string& test_set) -> const EvalRecord* {
+    for (const auto& r : records)
+      if (r.stage == stage && r.epoch == epoch && r.test_set == test_set) return &r;
+    return nullptr;
+  };
+  std::vector<ResultRecord> out;
+  for (const auto& record : records) {
+    const EvalRecord* base = record.stage == "base" ? nullptr : find("base", 0, record.test_set);
+    const auto uncorrected = uncorrected_test_set(record.test_set);
+    const EvalRecord* before =
+        uncorrected ? find(record.stage, record.epoch, *uncorrected) : nullptr;
+    out.push_back(result_of(record, paired_comparisons(record, base, before,
+                                                       rewards::kDefaultBootstrapSeed, resamples)));
+  }
   sort_results(out);
   return out;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "trainer/eval/eval_record.h"
+#include "trainer/eval/paired.h"
 
 namespace citeforge::trainer {
 
@@ -16,10 +17,13 @@ struct ResultRecord {
   std::string test_set;
   std::string checkpoint;
   NamedAggregates metrics;  // report order
+  // Paired tests on the same questions: against chance, the base model and, for corrected
+  // answers, the uncorrected ones (trainer/eval/paired.h). Empty in files written before them.
+  std::vector<PairedComparison> paired;
 };
 
-// The aggregates of an evaluation.
-ResultRecord result_of(const EvalRecord& record);
+// The aggregates of an evaluation with its paired tests (paired_comparisons).
+ResultRecord result_of(const EvalRecord& record, std::vector<PairedComparison> paired = {});
 
 // The aggregate of metric `name`, or nullptr.
 const rewards::Aggregate* find_metric(const ResultRecord& record, const std::string& name);
@@ -27,8 +31,9 @@ const rewards::Aggregate* find_metric(const ResultRecord& record, const std::str
 // RUN_DIR/results.json
 
 // JSON: a list of {stage, epoch, test_set, checkpoint, metrics: {name: {mean, count, ci_low,
-// ci_high}}}; a NaN (empty) aggregate is written as null. Reading is strict: errors name the
-// file, the record's index and the field.
+// ci_high}}, paired: {against: {name: {difference, count, ci_low, ci_high, p}}}}; a NaN (empty)
+// aggregate is written as null, and `paired` may be absent (files from before the paired tests).
+// Reading is strict: errors name the file, the record's index and the field.
 std::vector<ResultRecord> read_results(const std::string& path);
 void write_results(const std::string& path, const std::vector<ResultRecord>& results);
 
@@ -46,9 +51,12 @@ NamedAggregates aggregates_from_json(const nlohmann::ordered_json& object, const
 // Orders records by stage (base, sft, ppo, sft+ppo), then epoch, then test set.
 void sort_results(std::vector<ResultRecord>& results);
 
-// Reads every RUN_DIR/eval/<stage>-<epoch>/<test set>.h5 and returns its aggregates, sorted.
+// Reads every RUN_DIR/eval/<stage>-<epoch>/<test set>.h5 and returns its aggregates with the
+// paired tests against chance, the base model's archive of the same test set and, for corrected
+// answers, the uncorrected archive (bootstrap with `resamples`, as the run's evaluations), sorted.
 // An archive whose attributes disagree with its path, a directory that is not <stage>-<epoch>,
 // or a run without any archive is citeforge::Error naming the path.
-std::vector<ResultRecord> results_from_archives(const std::string& run_dir);
+std::vector<ResultRecord> results_from_archives(
+    const std::string& run_dir, int resamples = rewards::kDefaultBootstrapResamples);
 
 }  // namespace citeforge::trainer

@@ -50,7 +50,7 @@ void print_run_tables(const RunSetup& setup, const RunData& run_data) {
   for (const auto& t : run_data.test_sets) {
     std::vector<std::string> names = {t.spec.name};  // then its corrected answers
     for (const auto& method : setup.config.eval.corrections)
-      names.push_back(t.spec.name + "+" + method);
+      names.push_back(corrected_test_set(t.spec.name, method));
     for (const auto& name : names) {
       const std::string file =
           (std::filesystem::path(setup.dir.tables()) / table2_file(name)).string();

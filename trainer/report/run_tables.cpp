@@ -19,6 +19,7 @@ namespace {
 struct ConfiguredRun {
   std::optional<std::string> metric, validation;
   std::vector<std::string> out_of_distribution;
+  int bootstrap_resamples = rewards::kDefaultBootstrapResamples;  // the paired tests redone
 };
 
 ConfiguredRun read_run_config(const RunDir& run) {
@@ -28,15 +29,16 @@ ConfiguredRun read_run_config(const RunDir& run) {
   out.metric = config->selection.metric;
   out.validation = config->selection.test_set;
   out.out_of_distribution = table3_roles(*config).out_of_distribution;
+  out.bootstrap_resamples = config->eval.bootstrap_resamples;
   return out;
 }
 
 // The run's results: read from its evaluation archives, or, for a run directory kept without
 // them (the records committed under experiments/), from its own results.json.
-std::vector<ResultRecord> run_results(const RunDir& run) {
+std::vector<ResultRecord> run_results(const RunDir& run, int bootstrap_resamples) {
   if (!fs::is_directory(run.eval()) && fs::exists(run.results()))
     return read_results(run.results());
-  return results_from_archives(run.root);
+  return results_from_archives(run.root, bootstrap_resamples);
 }
 
 }  // namespace
@@ -45,7 +47,8 @@ TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
   TabledRun out;
   const RunDir run{run_dir}, dest{options.out_dir.value_or(run_dir)};
   fs::create_directories(dest.root);
-  std::vector<ResultRecord> results = run_results(run);
+  const ConfiguredRun configured = read_run_config(run);
+  std::vector<ResultRecord> results = run_results(run, configured.bootstrap_resamples);
   const std::string results_file = dest.results();
   write_results(results_file, results);
   out.files.push_back(results_file);
@@ -53,7 +56,6 @@ TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
   // Re-tabling keeps the run's own choice of metric and validation set unless told otherwise.
   const std::string own_selection = run.selection();
   const std::string selection_file = dest.selection();
-  const ConfiguredRun configured = read_run_config(run);
   SelectionOptions selection;
   if (fs::exists(own_selection)) {
     if (!options.metric || !options.validation) read_selection(own_selection, &selection);

@@ -1,7 +1,8 @@
 // The papers' tables from a run's results and selections (docs/design.md §5), as Markdown and CSV:
 //   Table 2 (RAGE): per test set, one row per setting (Base, SFT, PPO, SFT+PPO; each the
 //     selected checkpoint) with F1, precision, recall (percent, 95% bootstrap interval), answer
-//     length and distinct citations.
+//     length and distinct citations, and the paired tests of F1, precision and recall against
+//     chance and against the base (p-values Holm-adjusted over the table).
 //   Table 1 (evidence-QA): source quality per setting and test set.
 //   Table 3 (evidence-QA): Pearson r and its p-value between the in-distribution test set and
 //     each out-of-distribution test set, across every evaluated checkpoint of the run.
@@ -33,7 +34,8 @@ struct RunSummary {
   std::vector<std::string> correlation_metrics;  // Table 3's metrics, e.g. f1, source_quality
 };
 
-// The test sets evaluated in `results`: `first` (when present) leads, the rest by name.
+// The test sets evaluated in `results`: `first` (when present) leads, the rest by name. A
+// citation baseline's set ("test+cite_bm25") is not one: it is a row of its test set's Table 2.
 std::vector<std::string> test_sets_of(const std::vector<ResultRecord>& results,
                                       const std::string& first = "");
 
@@ -57,6 +59,14 @@ struct CorrelationRow {
 std::vector<CorrelationRow> correlations(const RunSummary& run);
 
 TextTable table2_markdown_table(const std::vector<RunSummary>& runs, const std::string& test_set);
+// Table 2's paired tests: per row, F1, precision and recall minus chance and minus the base model
+// on the same questions (points, paired 95% interval, Holm-adjusted sign-flip p).
+TextTable table2_paired_markdown_table(const std::vector<RunSummary>& runs,
+                                       const std::string& test_set);
+// Table 2 of one test set as its .md file holds it: the table, a note on the paired tests and
+// their table.
+std::string table2_markdown_section(const std::vector<RunSummary>& runs,
+                                    const std::string& test_set);
 TextTable table2_csv_table(const std::vector<RunSummary>& runs, const std::string& test_set);
 TextTable table1_markdown_table(const std::vector<RunSummary>& runs);
 TextTable table1_csv_table(const std::vector<RunSummary>& runs);

@@ -15,12 +15,12 @@ namespace citeforge::trainer {
 namespace {
 
 // The keys in which two resolved configs differ ("sft.lr", "data.test_sets"), leaving out those
-// a finished run can take on without its results changing meaning: eval.corrections and
-// eval.scenarios only add evaluations of the same checkpoints, eval.attributability_threshold
-// adds a metric to the evaluations still to come, and threads only change speed. Gradient
-// checkpointing trades speed for memory with the same gradients (up to rounding, as threads), so
-// a run killed for memory can resume with it on. The retrieval depth and the judge's threshold
-// count once both sides have them.
+// a finished run can take on without its results changing meaning: eval.corrections,
+// eval.baselines and eval.scenarios only add evaluations of the same checkpoints,
+// eval.attributability_threshold adds a metric to the evaluations still to come, and threads only
+// change speed. Gradient checkpointing trades speed for memory with the same gradients (up to
+// rounding, as threads), so a run killed for memory can resume with it on. The retrieval depth and
+// the judge's threshold count once both sides have them.
 std::vector<std::string> config_differences(const std::string& before, const std::string& now) {
   YAML::Node a = YAML::Load(before), b = YAML::Load(now);
   auto both = [&](const char* key) {
@@ -35,6 +35,7 @@ std::vector<std::string> config_differences(const std::string& before, const std
     if (!(*n)["eval"]) continue;
     YAML::Node eval = (*n)["eval"];
     eval.remove("corrections");
+    eval.remove("baselines");
     eval.remove("scenarios");
     if (!both_retrieve) eval.remove("retrieval_k");
     if (!both_judge) eval.remove("attributability_threshold");
@@ -82,8 +83,8 @@ void prepare_run_dir(const RunConfig& config, const RunDir& run) {
     }
     say("continuing the run in " + run.root);
     if (before != resolved)
-      say("eval.corrections, eval.scenarios, eval.attributability_threshold or threads "
-          "changed: new evaluations are added");
+      say("eval.corrections, eval.baselines, eval.scenarios, eval.attributability_threshold or "
+          "threads changed: new evaluations are added");
   }
   std::filesystem::create_directories(run.checkpoints());
   write_file_atomically(path, resolved);

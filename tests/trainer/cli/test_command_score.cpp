@@ -93,7 +93,36 @@ TEST_CASE("score --answers writes per_example.jsonl and summary.json", "[score]"
   CHECK(summary["precision"]["ci_low"].get<double>() <= summary["precision"]["mean"].get<double>());
   CHECK(summary["precision"]["ci_high"].get<double>() >=
         summary["precision"]["mean"].get<double>());
-  CHECK(summary.size() == 16);
+  CHECK(summary.size() == 17);  // 16 metrics and the paired tests
+  CHECK(summary["paired"]["chance"]["f1"]["count"] == 2);
+  CHECK_FALSE(summary["paired"].contains("base"));
+}
+
+TEST_CASE("score --baseline tests the answers against another set, paired by id",
+          "[score][paired]") {
+  auto dir = temp_dir("score-baseline");
+  std::string examples = write_examples(dir);
+  std::string answers = (dir / "answers.jsonl").string(),
+              teacher = (dir / "teacher.jsonl").string();
+  data::write_answers_jsonl(answers, {{"a", "One [1]. Two [2]. Seven [7]."}, {"b", "It is [1]."}});
+  // The baseline in the other order: a correct citation (F1 1) and a correct abstention (F1 1).
+  data::write_answers_jsonl(teacher, {{"b", "Nothing answers this."}, {"a", "Yes [1]."}});
+  std::string out = (dir / "out").string();
+  REQUIRE(trainer::command_score({"--data", examples, "--answers", answers, "--baseline", teacher,
+                                  "--out", out}) == 0);
+  json summary = json::parse(read_file(out + "/summary.json"));
+  // F1 0.5 and 0 against 1 and 1: differences -0.5 and -1, mean -0.75; of the four sign
+  // patterns two reach |1.5|, so p = 0.5.
+  const json& f1 = summary["paired"]["base"]["f1"];
+  CHECK(f1["difference"].get<double>() == Approx(-0.75));
+  CHECK(f1["count"] == 2);
+  CHECK(f1["p"].get<double>() == Approx(0.5));
+  CHECK(f1["ci_high"].get<double>() <= -0.5);
+  // A baseline answering an example the data file lacks is the same error as --answers gives.
+  data::write_answers_jsonl(teacher, {{"a", "Yes [1]."}, {"zz", "?"}});
+  CHECK_THROWS_WITH(
+      trainer::command_score({"--data", examples, "--answers", answers, "--baseline", teacher}),
+      Catch::Contains("teacher.jsonl") && Catch::Contains("zz"));
 }
 
 TEST_CASE("score --answers reads a run's evaluation archive, which may answer a subset",
@@ -157,7 +186,7 @@ TEST_CASE("score --reference scores a named reference, --overlap-reference adds 
   json summary = json::parse(read_file(out + "/summary.json"));
   CHECK(summary["reward"]["mean"] == 1);
   CHECK(summary["reward"]["ci_low"] == 1);
-  CHECK(summary.size() == 18);
+  CHECK(summary.size() == 19);  // 16 metrics, the two overlaps and the paired tests
 }
 
 TEST_CASE("score --reference of the answer silver labels came from: those metrics are n/a",
@@ -187,6 +216,7 @@ TEST_CASE("score --reference of the answer silver labels came from: those metric
   }
   CHECK(summary["distinct_citations"]["mean"] == 1);  // what does not use the labels stays
   CHECK(summary["answer_length"]["mean"] == 2);
+  CHECK_FALSE(summary.contains("paired"));  // it would test the labels' source against itself
   auto rows = read_jsonl(out + "/per_example.jsonl");
   CHECK(rows[0]["precision"].is_null());
   CHECK(rows[0]["distinct_citations"] == 1);

@@ -345,6 +345,46 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "run: eval.baselines re-cites the base model's answers by rule, as rows of Table 2, and every "
+    "result carries its paired tests",
+    "[trainer][pipeline][baselines][paired]") {
+  auto root = testing::temp_dir("run-baselines");
+  auto r = testing::run_citeforge(run_args(root / "run",
+                                           "--set pretrain.enabled=false --set sft.epochs=1 --set "
+                                           "'eval.baselines=[cite_bm25, cite_all, cite_first]'"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  // The base model's answers only: a rule needs no trained model.
+  for (const char* f : {"eval/base-0/validation+cite_bm25.h5", "eval/base-0/test_ood+cite_all.h5",
+                        "eval/base-0/test_ood+cite_first.h5"})
+    CHECK(fs::exists(root / "run" / f));
+  CHECK_FALSE(fs::exists(root / "run/eval/sft-1/validation+cite_bm25.h5"));
+  // (base-0: 2 sets x 4) + (sft-1: 2 sets).
+  auto results = nlohmann::json::parse(read_file((root / "run/results.json").string()));
+  CHECK(results.size() == 10);
+  for (const auto& record : results) {
+    INFO(record["stage"] << " " << record["test_set"]);
+    CHECK(record["paired"]["chance"].contains("f1"));
+    const std::string test_set = record["test_set"];
+    const bool baseline = test_set.find('+') != std::string::npos;
+    CHECK(record["paired"].contains("base") == (record["stage"] == "sft"));
+    CHECK(record["paired"].contains("uncorrected") == baseline);
+  }
+  // The rows sit under the base row of their test set's Table 2, with their paired tests; they
+  // are not test sets of their own.
+  const std::string table = read_file((root / "run/tables/table2_test_ood.md").string());
+  CHECK(table.find("| Base + cite_bm25 ") != std::string::npos);
+  CHECK(table.find("Holm-adjusted over the") != std::string::npos);
+  CHECK_FALSE(fs::exists(root / "run/tables/table2_test_ood+cite_all.md"));
+  CHECK(r.output.find("| Base + cite_first ") != std::string::npos);
+
+  auto unknown = testing::run_citeforge(
+      run_args(root / "bad", "--set pretrain.enabled=false --set 'eval.baselines=[cite_most]'"));
+  CHECK(unknown.exit_code != 0);
+  CHECK(unknown.output.find("eval.baselines[0]") != std::string::npos);
+}
+
+TEST_CASE(
     "run: eval.scenarios evaluates the test sets again with retrieved passages (RTG) and "
     "closed-book answers cited by retrieval (GTR), and can be added to an existing run",
     "[trainer][pipeline][retrieval]") {

@@ -125,3 +125,44 @@ TEST_CASE("plots render a PNG per test set and metric", "[trainer][plots]") {
   CHECK_FALSE(missing.warnings.empty());
   CHECK(fs::exists(dir / "again" / "plots" / "ood.gp"));
 }
+
+TEST_CASE("Table 2 shows the paired tests with p-values Holm-adjusted over the table",
+          "[trainer][tables][paired]") {
+  RunSummary run = sample_run();
+  // On 'ood': the selected SFT epoch is 2 and SFT+PPO epoch 1. Each gets F1 against chance and
+  // the base; the base row against chance only. Five p-values in all: 0.01, 0.02 (SFT), 0.004
+  // (SFT+PPO vs chance), 0.3 (vs base) and 0.5 (base vs chance). Holm by hand, m = 5: sorted
+  // 0.004*5 = 0.02, 0.01*4 = 0.04, 0.02*3 = 0.06, 0.3*2 = 0.6, 0.5*1 = 0.5 -> made monotone 0.6.
+  auto add = [&](const std::string& stage, const std::string& against, double difference,
+                 double p) {
+    for (auto& r : run.results)
+      if (r.stage == stage && r.test_set == "ood")
+        r.paired.push_back(
+            {against, "f1", {difference, 50, difference - 0.05, difference + 0.05, p}});
+  };
+  add("base", "chance", 0.01, 0.5);
+  add("sft", "chance", 0.25, 0.01);
+  add("sft", "base", 0.38, 0.02);
+  add("sft+ppo", "chance", -0.1, 0.004);
+  add("sft+ppo", "base", 0.02, 0.3);
+  run.selections = select_checkpoints(run.results, {"f1", "validation"});
+
+  const std::string section = table2_markdown_section({run}, "ood");
+  INFO(section);
+  CHECK(section.find("Holm-adjusted over the 5 p-values of this table") != std::string::npos);
+  // SFT: +25.0 points over chance [+20.0, +30.0], Holm p 0.04; +38.0 over the base, p 0.06.
+  CHECK(section.find("+25.0 [+20.0, +30.0], p = 0.04") != std::string::npos);
+  CHECK(section.find("+38.0 [+33.0, +43.0], p = 0.06") != std::string::npos);
+  // SFT+PPO below chance, and a test absent from the results shows as a dash.
+  CHECK(section.find("-10.0 [-15.0, -5.0], p = 0.02") != std::string::npos);
+  const std::string paired = section.substr(section.find("F1 − chance"));
+  const std::size_t base_at = paired.find("| Base");
+  const std::string base_row = paired.substr(base_at, paired.find('\n', base_at) - base_at);
+  CHECK(base_row.find("+1.0 [-4.0, +6.0], p = 0.6 |") != std::string::npos);
+
+  const std::string csv = to_csv(table2_csv_table({run}, "ood"));
+  CHECK(csv.find("f1_vs_chance,f1_vs_chance_ci_low,f1_vs_chance_ci_high,f1_vs_chance_count,"
+                 "f1_vs_chance_p,f1_vs_chance_p_holm") != std::string::npos);
+  CHECK(csv.find("0.25,0.2,0.3,50,0.01,0.04") != std::string::npos);
+  CHECK(csv.find(",50,0.3,0.6") != std::string::npos);
+}
