@@ -97,6 +97,25 @@ long CliArgs::integer(const std::string& name) const {
   return parsed;
 }
 
+std::vector<long> CliArgs::integers(const std::string& name) const {
+  std::vector<long> out;
+  const auto value = get(name);
+  if (!value) return out;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t comma = value->find(',', begin);
+    const std::string item = value->substr(begin, comma - begin);
+    char* end = nullptr;
+    const long parsed = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0')
+      throw Error(command->name + ": --" + name + ": not a list of integers like 1,2,3: '" +
+                  *value + "'");
+    out.push_back(parsed);
+    if (comma == std::string::npos) return out;
+    begin = comma + 1;
+  }
+}
+
 std::vector<std::string> CliArgs::all(const std::string& name) const {
   option_of(*command, name);
   auto it = values.find(name);

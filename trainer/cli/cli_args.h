@@ -55,6 +55,8 @@ struct CliArgs {
   std::string get_or(const std::string& name, const std::string& fallback) const;
   double number(const std::string& name) const;
   long integer(const std::string& name) const;
+  // A comma-separated list of integers ("1,2,3"); empty when the option is absent.
+  std::vector<long> integers(const std::string& name) const;
   std::vector<std::string> all(const std::string& name) const;
   // An error naming the command when positional arguments were given to one that takes none.
   void no_positional() const;

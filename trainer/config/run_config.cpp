@@ -279,6 +279,7 @@ void visit_data(V& v, DataSection& d) {
   v.field("train", d.train);
   v.field("train_golden", d.train_golden);
   v.field("holdout", d.holdout);
+  v.optional_field("split_seed", d.split_seed, d.split_seed != 0);
   v.list("test_sets", d.test_sets, [](auto& s, TestSetSpec& t) {
     s.field("name", t.name);
     s.field("path", t.path);
@@ -416,6 +417,10 @@ const TestSetSpec& selection_test_set(const RunConfig& config) {
     if (t.name == config.selection.test_set) return t;
   throw Error(config.file + ": selection.test_set '" + config.selection.test_set +
               "' is not a test set");
+}
+
+uint64_t split_seed(const RunConfig& config) {
+  return config.data.split_seed != 0 ? config.data.split_seed : config.seed;
 }
 
 }  // namespace citeforge::trainer

@@ -120,7 +120,7 @@ struct TestSetSpec {
   std::string path;
   std::string golden;  // SynSciQA only
   bool ood = false;    // out-of-distribution (for the correlation table)
-  // > 0: evaluate on a random subset of this many examples, drawn with the run's seed and the
+  // > 0: evaluate on a random subset of this many examples, drawn with data.split_seed and the
   // set's name (in file order), when a full set costs too much (a long CPU run).
   int sample = 0;
 };
@@ -130,10 +130,14 @@ struct DataSection {
   data::SynthConfig synth;   // generated into <run>/data when enabled
   std::string train;         // as TestSetSpec::path
   std::string train_golden;  // SynSciQA only
-  // > 0: this many training examples, drawn with the run's seed, are held out of training and
+  // > 0: this many training examples, drawn with data.split_seed, are held out of training and
   // become the test set whose path is `holdout` (the papers select checkpoints on such a
   // synthetic validation split). They are written to <run>/data/holdout.jsonl.
   int holdout = 0;
+  // The seed of the held-out split and of the test sets' samples; 0 = the run's `seed`. A sweep
+  // over training seeds (`run --seeds`) pins it, so every seed answers the same questions and
+  // their tests stay paired.
+  uint64_t split_seed = 0;
   std::vector<TestSetSpec> test_sets;
   std::string prompt_template = "rage_numeric";  // name in templates_dir or a .yaml path
   std::string templates_dir = "configs/templates";
@@ -185,6 +189,10 @@ struct DistributedSection {
   bool rollout_on_learners = true;  // false: only the ranks that do not learn generate
   double timeout_s = 300;           // a rank silent this long (dead or hung) stops every rank
 };
+
+struct RunConfig;
+// data.split_seed, or the run's seed when it is 0: what draws the splits and samples.
+uint64_t split_seed(const RunConfig& config);
 
 struct RunConfig {
   std::string file;  // where it was loaded from (for messages)

@@ -81,7 +81,7 @@ void load_data(const RunSetup& setup, RunData& run_data) {
   const std::string holdout_file = setup.dir.holdout();
   std::vector<data::Example> holdout;
   if (c.data.holdout > 0) {
-    holdout = hold_out(run_data.train, c.data.holdout, c.seed, c.file);
+    holdout = hold_out(run_data.train, c.data.holdout, split_seed(c), c.file);
     // Written for reading and for `score`; every rank draws the same split from the seed.
     if (is_lead(setup)) {
       std::filesystem::create_directories(setup.dir.data_dir());
@@ -109,7 +109,8 @@ void load_data(const RunSetup& setup, RunData& run_data) {
     std::shared_ptr<const retrieval::Corpus> corpus;
     if (!c.eval.scenarios.empty() && spec.name != c.selection.test_set)
       corpus = std::make_shared<retrieval::Corpus>(retrieval::corpus_from_examples(t.examples));
-    if (spec.sample > 0) t.examples = seeded_subset(t.examples, spec.sample, c.seed, spec.name);
+    if (spec.sample > 0)
+      t.examples = seeded_subset(t.examples, spec.sample, split_seed(c), spec.name);
     if (c.eval.max_examples > 0 && int(t.examples.size()) > c.eval.max_examples)
       t.examples.resize(c.eval.max_examples);
     if (corpus)

@@ -385,6 +385,54 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "run --seeds runs the config once per training seed on the same questions, and --worlds once "
+    "per synthetic world, then summarises across seeds",
+    "[trainer][pipeline][seeds]") {
+  auto root = testing::temp_dir("run-seeds");
+  const std::string extra = "--set pretrain.enabled=false --set sft.epochs=1 --seeds 1,2";
+  auto r = testing::run_citeforge(run_args(root / "sweep", extra));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("seed sweep: run 2 of 2, world 3, seed 2") != std::string::npos);
+  for (const char* f : {"seed1/results.json", "seed2/selection.json", "seeds.md", "seeds.json"})
+    CHECK(fs::exists(root / "sweep" / f));
+  // The same questions for both seeds, each seed its own training seed.
+  CHECK(read_file((root / "sweep/seed1/data/validation.jsonl").string()) ==
+        read_file((root / "sweep/seed2/data/validation.jsonl").string()));
+  const std::string resolved = read_file((root / "sweep/seed2/config.resolved.yaml").string());
+  CHECK(resolved.find("seed: 2") != std::string::npos);
+  CHECK(resolved.find("split_seed: 7") != std::string::npos);  // tiny.yaml's own seed
+  const std::string summary = read_file((root / "sweep/seeds.md").string());
+  CHECK(summary.find("2 runs: training seeds 1, 2; synthetic worlds (data.synth.seed) 3") !=
+        std::string::npos);
+  CHECK(summary.find("## world 3, validation") != std::string::npos);
+  CHECK(summary.find("| SFT     |     2 |") != std::string::npos);
+  auto json = nlohmann::json::parse(read_file((root / "sweep/seeds.json").string()));
+  REQUIRE(json.size() >= 4);  // (base, sft) x (validation, test_ood)
+  CHECK(json[0]["seeds"].size() == 2);
+  CHECK(json[0]["metrics"]["f1"]["values"].size() == 2);
+
+  auto worlds = testing::run_citeforge(run_args(
+      root / "worlds", "--set pretrain.enabled=false --set sft.epochs=1 --seeds 1 --worlds 3,4"));
+  INFO(worlds.output);
+  REQUIRE(worlds.exit_code == 0);
+  CHECK(read_file((root / "worlds/world3/seed1/data/validation.jsonl").string()) !=
+        read_file((root / "worlds/world4/seed1/data/validation.jsonl").string()));
+  CHECK(read_file((root / "worlds/seeds.md").string()).find("## world 4, test_ood") !=
+        std::string::npos);
+
+  for (const auto& [flags, message] :
+       std::vector<std::pair<std::string, std::string>>{{"--worlds 3", "--worlds needs --seeds"},
+                                                        {"--seeds 1,x", "not a list of integers"},
+                                                        {"--seeds 2,2", "lists 2 twice"}}) {
+    auto bad = testing::run_citeforge(run_args(root / "bad", flags));
+    INFO(bad.output);
+    CHECK(bad.exit_code != 0);
+    CHECK(bad.output.find(message) != std::string::npos);
+  }
+}
+
+TEST_CASE(
     "run: eval.scenarios evaluates the test sets again with retrieved passages (RTG) and "
     "closed-book answers cited by retrieval (GTR), and can be added to an existing run",
     "[trainer][pipeline][retrieval]") {
