@@ -6,7 +6,8 @@
 # right documents are known to be lost. Writes experiments/citefix/results/ (a method already
 # scored there is not run again; delete the folder to start over) and prints the tables that
 # experiments/citefix.md records. ask_model, at chance on the answers as written, is left out of
-# the swapped condition (it takes minutes per 40 answers).
+# the swapped condition (it takes minutes per 40 answers). Each method's summary.json carries its
+# paired test against the answers it corrected.
 #
 #   experiments/citefix/run.sh [N] [DTYPE]      # first N test questions (default 40), bfloat16
 set -euo pipefail
@@ -24,22 +25,31 @@ head -n "$N" "$ALL" >"$OUT/examples.jsonl"
 MODEL=(--model weights/SmolLM2-135M-Instruct.Q4_1.gguf --chat smollm2 --template evidence_named
        --dtype "$DTYPE")
 python3 experiments/citefix/swap_citations.py "$OUT/examples.jsonl" gpt-35 "$OUT/swapped.jsonl"
+# The answers as written, as an answers file: each correction is tested against the answers it
+# corrected, paired on the same questions (score --baseline).
+python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    print(json.dumps({"id": e["id"], "answer": e["references"]["gpt-35"]}))' \
+  "$OUT/examples.jsonl" >"$OUT/written.jsonl"
 for condition in written swapped; do
   dir="$OUT/$condition"
   mkdir -p "$dir"
   if [ "$condition" = written ]; then answers=(--reference gpt-35); else answers=(--answers "$OUT/swapped.jsonl"); fi
-  [ -f "$dir/score_none/summary.json" ] ||
+  grep -qs '"paired"' "$dir/score_none/summary.json" ||
     "$BIN" score --data "$OUT/examples.jsonl" "${answers[@]}" --out "$dir/score_none" >/dev/null
   methods=(keyword keyword_bm25 bertscore attention ask_model)
   [ "$condition" = swapped ] && methods=(keyword keyword_bm25 bertscore attention)
   for method in "${methods[@]}"; do
-    [ -f "$dir/score_$method/summary.json" ] && continue
+    [ -f "$dir/score_$method/summary.json" ] &&
+      grep -q '"paired"' "$dir/score_$method/summary.json" && continue
     extra=()
     case $method in bertscore | attention | ask_model) extra=("${MODEL[@]}") ;; esac
-    "$BIN" fix-citations --data "$OUT/examples.jsonl" "${answers[@]}" --method "$method" \
-      "${extra[@]}" --out "$dir/fixed_$method.jsonl" 2>"$dir/fix_$method.log" | tee "$dir/fix_$method.txt"
+    [ -f "$dir/fixed_$method.jsonl" ] ||
+      "$BIN" fix-citations --data "$OUT/examples.jsonl" "${answers[@]}" --method "$method" \
+        "${extra[@]}" --out "$dir/fixed_$method.jsonl" 2>"$dir/fix_$method.log" | tee "$dir/fix_$method.txt"
     "$BIN" score --data "$OUT/examples.jsonl" --answers "$dir/fixed_$method.jsonl" \
-      --out "$dir/score_$method" >/dev/null
+      --baseline "$OUT/$condition.jsonl" --out "$dir/score_$method" >/dev/null
   done
 done
 python3 experiments/citefix/table.py "$OUT" "$N" "$DTYPE"
