@@ -318,6 +318,13 @@ std::string table2_markdown_section(const std::vector<RunSummary>& runs,
   const auto rows = table2_rows(runs, test_set);
   const std::size_t family = table2_paired(rows).family;
   std::string out = to_markdown(table2_markdown_table(runs, test_set));
+  if (family == 0) {  // results.json from before the paired tests, read without the archives
+    out +=
+        "\nThese results carry no paired tests: they were written before citeforge computed "
+        "them, and the run's evaluation archives, from which `citeforge tables` computes "
+        "them, are not here.\n";
+    return out;
+  }
   // Appended piece by piece: GCC 12 warns falsely (-Wstringop-overflow) on the one-expression form.
   out +=
       "\nPaired on the same questions: the mean per-question difference in percentage points, "

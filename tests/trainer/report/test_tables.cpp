@@ -166,3 +166,10 @@ TEST_CASE("Table 2 shows the paired tests with p-values Holm-adjusted over the t
   CHECK(csv.find("0.25,0.2,0.3,50,0.01,0.04") != std::string::npos);
   CHECK(csv.find(",50,0.3,0.6") != std::string::npos);
 }
+
+TEST_CASE("Table 2 of results without paired tests says so instead of an empty table",
+          "[trainer][tables][paired]") {
+  const std::string section = table2_markdown_section({sample_run()}, "ood");
+  CHECK(section.find("carry no paired tests") != std::string::npos);
+  CHECK(section.find("F1 − chance") == std::string::npos);
+}
