@@ -46,7 +46,7 @@ build_citeforge() {
       >"$logs/configure.log" 2>&1; then
     tail -n 30 "$logs/configure.log"; echo "[gpu-check] build: FAIL (configure)"; return 1
   fi
-  if ! cmake --build "$build" -j "$(nproc)" --target citeforge citeforge_tests \
+  if ! cmake --build "$build" -j "$(nproc)" --target citeforge citeforge_tests bench_side_by_side \
       >"$logs/build.log" 2>&1; then
     grep -E "error|FAILED" "$logs/build.log" | head -n 30; echo "[gpu-check] build: FAIL"; return 1
   fi

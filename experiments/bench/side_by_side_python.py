@@ -27,6 +27,13 @@ Token ids: with --batch-file the C++ side hands both sides the very same ids:
 Without it a deterministic batch is cut from the tokenizer's ids of fixed English text
 (prompt --sft-prompt-tokens + answer --answer-tokens for SFT, --prompt-tokens for prompts).
 
+Random weights of a given shape (experiments/bench/side_by_side_gpu.sh): --write-random-model
+DIR --shape small|1b|7b writes DIR/model (config.json + model.safetensors, bf16, seeded) and
+DIR/batch.json (seeded random token ids and the workload's settings); --model-dir DIR/model
+--batch-file DIR/batch.json then runs the parts on that model, on --device cpu or cuda, with no
+tokenizer (pad id 0, PPO's stand-in reward read from the token ids), and --part may name several
+parts (sft,generate,ppo), run in one process on one loaded model.
+
 Set up with the commands at the top of requirements-side-by-side.txt beside this file (a venv
 in ~/.cache/citeforge/bench-venv; llama-cpp-python is compiled without AMX, which crashes here).
 
@@ -35,6 +42,11 @@ Run (from the repository root):
         [--gguf weights/SmolLM2-135M-Instruct.Q4_1.gguf] [--threads 2] [--reps 5] \
         [--part all|sft|generate|llamacpp|ppo] [--batch-file FILE.json] \
         [--prompt-tokens 300] [--new-tokens 40] [--batch 8] [--gen-batches 1,32]
+    .../python experiments/bench/side_by_side_python.py --write-random-model DIR --shape 1b \
+        [--device cuda] [--seed 1234]
+    .../python experiments/bench/side_by_side_python.py --model-dir DIR/model \
+        --batch-file DIR/batch.json --device cuda --dtype bfloat16 --lora-dtype base \
+        --part sft,generate,ppo
 """
 
 import argparse
@@ -74,6 +86,23 @@ SENTENCES = [
     "The museum in the largest town keeps maps of the valley drawn over four hundred years.",
 ]
 QUESTION = "Question: What do the documents say about the river? Answer with citations."
+
+# Random-weight shapes for side_by_side_gpu.sh: a Llama block each, and the workload on it.
+# `prompt` is the generation and PPO prompt length and the SFT sequence length; SFT's loss
+# covers the last `answer` tokens of each sequence.
+SHAPES = {
+    "small": dict(hidden=64, layers=2, heads=4, kv_heads=2, mlp=128, vocab=256, prompt=32,
+                  answer=8, new_tokens=16),
+    "1b": dict(hidden=2048, layers=16, heads=16, kv_heads=8, mlp=5632, vocab=1024, prompt=512,
+               answer=128, new_tokens=32),
+    "7b": dict(hidden=4096, layers=32, heads=32, kv_heads=8, mlp=14336, vocab=32000, prompt=512,
+               answer=128, new_tokens=32),
+}
+# The workload every shape shares: SFT on 8 sequences, sampled decoding at batch 1 and 64, PPO
+# on 8 prompts in minibatches of 4 for one epoch, LoRA r 64 (alpha 16) on all seven projections.
+RANDOM_WORKLOAD = dict(sft_batch=8, gen_batches=[1, 64], temperature=0.7, ppo_batch=8,
+                       ppo_minibatch=4, ppo_epochs=1, lora_r=64, lora_alpha=LORA_ALPHA)
+SPECIAL_IDS = 3  # ids 0 (pad), 1 (BOS) and 2 (EOS) never occur in the random batch
 
 
 def log(message):
@@ -192,6 +221,22 @@ def describe_batch(batch, source):
             "prompt_tokens_min_max": [min(prompt_lens), max(prompt_lens)]}
 
 
+def apply_batch_settings(args, batch):
+    """A random-weight batch file (--write-random-model) carries its workload, so that both sides
+    read it from one place: it overrides the flags that would say it otherwise."""
+    w = batch.get("settings")
+    if not w:
+        return
+    args.new_tokens = w["new_tokens"]
+    args.gen_batches = list(w["gen_batches"])
+    args.batch = w["ppo_batch"]
+    args.ppo_minibatch = w["ppo_minibatch"]
+    args.ppo_epochs = w["ppo_epochs"]
+    args.ppo_lora_r = w["lora_r"]
+    args.lora_ranks = [w["lora_r"]]
+    args.decode_temperature = w["temperature"]
+
+
 def take_prompts(batch, count):
     """The first `count` prompts, cycling when the batch holds fewer (batch 32 from a file of 8)."""
     prompts = batch["prompts"]
@@ -199,18 +244,159 @@ def take_prompts(batch, count):
 
 
 # ----------------------------------------------------------------------------------------------
+# Random weights of a given shape (--write-random-model), for side_by_side_gpu.sh
+
+
+def shape_summary(name):
+    """The shape and the parameter counts the table's MFU needs: the blocks' matmul weights, the
+    LM head, the embeddings and the LoRA adapters (r on all seven projections)."""
+    s = SHAPES[name]
+    head_dim = s["hidden"] // s["heads"]
+    d, f, r = s["hidden"], s["mlp"], RANDOM_WORKLOAD["lora_r"]
+    q, kv = s["heads"] * head_dim, s["kv_heads"] * head_dim
+    projections = {"q_proj": (q, d), "k_proj": (kv, d), "v_proj": (kv, d), "o_proj": (d, q),
+                   "gate_proj": (f, d), "up_proj": (f, d), "down_proj": (d, f)}
+    block = sum(o * i for o, i in projections.values())
+    lora = sum(r * (o + i) for o, i in projections.values())
+    return dict(s, shape=name, head_dim=head_dim, q_dim=q, kv_dim=kv,
+                block_matmul_params=block * s["layers"], lm_head_params=d * s["vocab"],
+                embedding_params=d * s["vocab"], lora_params=lora * s["layers"],
+                params=(block + 2 * d) * s["layers"] + 2 * d * s["vocab"] + d,
+                projections=projections)
+
+
+def random_model_config(summary):
+    """A Llama config.json written out by hand, so that it reads the same in every transformers
+    release (and in citeforge's reader) whatever the installed one would write."""
+    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+            "hidden_size": summary["hidden"], "intermediate_size": summary["mlp"],
+            "num_hidden_layers": summary["layers"], "num_attention_heads": summary["heads"],
+            "num_key_value_heads": summary["kv_heads"], "head_dim": summary["head_dim"],
+            "hidden_act": "silu", "max_position_embeddings": 2048, "rms_norm_eps": 1e-5,
+            "rope_theta": 10000.0, "vocab_size": summary["vocab"], "tie_word_embeddings": False,
+            "attention_bias": False, "mlp_bias": False, "bos_token_id": 1, "eos_token_id": 2,
+            "pad_token_id": 0, "torch_dtype": "bfloat16"}
+
+
+def write_random_model(args):
+    """DIR/model: config.json + model.safetensors in bf16, drawn as HF initialises a Llama
+    (normal std 0.02, norms at 1) from --seed on --device (a 7B shape draws in seconds on a
+    GPU); DIR/batch.json: random token ids from --seed + 1 and the workload's settings."""
+    import torch
+    from safetensors.torch import save_file
+    start = time.perf_counter()
+    summary = shape_summary(args.shape)
+    model_dir = args.write_random_model / "model"
+    model_dir.mkdir(parents=True, exist_ok=True)
+    (model_dir / "config.json").write_text(json.dumps(random_model_config(summary), indent=1))
+    device = torch.device(args.device)
+    generator = torch.Generator(device=device).manual_seed(args.seed)
+
+    def normal(*shape):
+        w = torch.empty(shape, device=device).normal_(0.0, 0.02, generator=generator)
+        return w.to(torch.bfloat16).cpu()
+
+    d, vocab = summary["hidden"], summary["vocab"]
+    tensors = {"model.embed_tokens.weight": normal(vocab, d)}
+    for layer in range(summary["layers"]):
+        prefix = f"model.layers.{layer}."
+        for name, (rows, cols) in summary["projections"].items():
+            module = "mlp" if name in ("gate_proj", "up_proj", "down_proj") else "self_attn"
+            tensors[f"{prefix}{module}.{name}.weight"] = normal(rows, cols)
+        for norm in ("input_layernorm", "post_attention_layernorm"):
+            tensors[f"{prefix}{norm}.weight"] = torch.ones(d, dtype=torch.bfloat16)
+    tensors["model.norm.weight"] = torch.ones(d, dtype=torch.bfloat16)
+    tensors["lm_head.weight"] = normal(vocab, d)
+    save_file(tensors, str(model_dir / "model.safetensors"), metadata={"format": "pt"})
+    del tensors
+
+    ids = torch.Generator().manual_seed(args.seed + 1)
+
+    def sequence(n):  # BOS, then ids that are none of the special ones
+        return [1] + torch.randint(SPECIAL_IDS, vocab, (n - 1,), generator=ids).tolist()
+
+    w = RANDOM_WORKLOAD
+    prompt, answer = summary["prompt"], summary["answer"]
+    batch = {"shape": {k: v for k, v in summary.items() if k != "projections"},
+             "seed": args.seed,
+             "sequences": [{"ids": sequence(prompt),
+                            "loss_mask": [0] * (prompt - answer) + [1] * answer}
+                           for _ in range(w["sft_batch"])],
+             "prompts": [sequence(prompt) for _ in range(max(w["gen_batches"]))],
+             "settings": dict(w, new_tokens=summary["new_tokens"], prompt_tokens=prompt,
+                              sft_loss_tokens=answer)}
+    (args.write_random_model / "batch.json").write_text(json.dumps(batch))
+    log(f"random {args.shape} model ({summary['params'] / 1e6:.1f}M parameters) and batch in "
+        f"{args.write_random_model} in {time.perf_counter() - start:.1f} s")
+
+
+# ----------------------------------------------------------------------------------------------
 # transformers / peft helpers
 
 
+def is_cuda(device):
+    return str(device).startswith("cuda")
+
+
+def sync(device):
+    """Waits for the device's queued work, so that a timer reads when it ended (CUDA runs
+    asynchronously; on the CPU there is nothing to wait for)."""
+    if is_cuda(device):
+        import torch
+        torch.cuda.synchronize()
+
+
+def reset_peak_memory(device):
+    if is_cuda(device):
+        import torch
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_memory_mib(device):
+    """On a GPU the caching allocator's peak of allocated bytes since the part began; on the CPU
+    the process's peak RSS (one part per process there)."""
+    if is_cuda(device):
+        import torch
+        return round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    return peak_rss_mib()
+
+
+def token_specials(args):
+    """(pad id, EOS id, tokenizer): the GGUF's, or for a --model-dir of random weights no
+    tokenizer at all, pad 0 and the config's EOS."""
+    if args.model_dir:
+        eos = json.loads((args.model_dir / "config.json").read_text()).get("eos_token_id", 2)
+        return 0, (eos[0] if isinstance(eos, list) else eos), None
+    tokenizer = load_tokenizer(args.gguf)
+    pad_id, eos_id = special_ids(tokenizer)
+    return pad_id, eos_id, tokenizer
+
+
+_LOADED = {}
+
+
 def load_hf_model(args):
-    """The GGUF loaded by transformers, which dequantises the Q4_1 weights to --dtype."""
+    """The GGUF loaded by transformers, which dequantises the Q4_1 weights to --dtype, or the
+    --model-dir checkpoint, on --device. Loaded once per process: the parts of a --part list
+    share it (SFT takes its adapters off again; PPO, which keeps them, runs last)."""
+    if "model" in _LOADED:
+        return _LOADED["model"], 0.0
     import torch
     from transformers import AutoModelForCausalLM
     start = time.perf_counter()
-    model = AutoModelForCausalLM.from_pretrained(
-        str(args.gguf.parent), gguf_file=args.gguf.name, dtype=getattr(torch, args.dtype),
-        attn_implementation=args.attn)
+    dtype = getattr(torch, args.dtype)
+    if args.model_dir:
+        model = AutoModelForCausalLM.from_pretrained(str(args.model_dir), dtype=dtype,
+                                                     attn_implementation=args.attn)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(
+            str(args.gguf.parent), gguf_file=args.gguf.name, dtype=dtype,
+            attn_implementation=args.attn)
+    # .to() with the dtype too: a transformers release that does not know `dtype=` loads fp32.
+    model.to(device=args.device, dtype=dtype)
     model.eval()
+    sync(args.device)
+    _LOADED["model"] = model
     return model, time.perf_counter() - start
 
 
@@ -258,33 +444,62 @@ def lora_config(rank):
                       target_modules=PROJECTIONS, task_type="CAUSAL_LM")
 
 
+def with_lora(model, rank, args):
+    """peft's LoRA on every projection; --lora-dtype base keeps the adapters in the base's dtype
+    (peft's default, autocast_adapter_dtype, lifts a bf16 base's adapters to fp32)."""
+    from peft import get_peft_model
+    return get_peft_model(model, lora_config(rank),
+                          autocast_adapter_dtype=args.lora_dtype == "float32")
+
+
+def adapter_dtype(model):
+    return next(str(p.dtype).replace("torch.", "") for n, p in model.named_parameters()
+                if "lora_" in n)
+
+
+def base_description(args):
+    if args.model_dir:
+        return f"{args.dtype} (random weights, {args.model_dir})"
+    return f"{args.dtype} (Q4_1 GGUF dequantised by transformers)"
+
+
 # ----------------------------------------------------------------------------------------------
 # Part: SFT step
 
 
+def sft_note(args):
+    if args.model_dir:
+        return ("dense base: no bitsandbytes on the Python side, so this is LoRA over a dense "
+                f"{args.dtype} base where citeforge's QLoRA has an NF4 base; adapters in "
+                f"{'the base dtype' if args.lora_dtype == 'base' else 'fp32'}")
+    return ("dense base: Python has no NF4 on the CPU (bitsandbytes 4-bit needs a GPU), so this "
+            "is LoRA over a dense base where citeforge's QLoRA has an NF4 base; peft keeps the "
+            "adapters in fp32 on a bf16 base")
+
+
 def run_sft(args, batch):
     import torch
-    from peft import get_peft_model
-    tokenizer = load_tokenizer(args.gguf)
-    pad_id, _ = special_ids(tokenizer)
+    pad_id, _, _ = token_specials(args)
     model, load_s = load_hf_model(args)
-    ids, mask, labels = sft_tensors(batch["sequences"], pad_id)
+    ids, mask, labels = (t.to(args.device) for t in sft_tensors(batch["sequences"], pad_id))
     tokens = int(mask.sum())
     loss_tokens = int((labels != -100).sum())
     log(f"sft: batch {tuple(ids.shape)} ({tokens} tokens, {loss_tokens} with loss)")
     ranks = {}
     for rank in args.lora_ranks:
-        peft_model = get_peft_model(model, lora_config(rank))
+        peft_model = with_lora(model, rank, args)
         peft_model.train()  # dropout is 0 everywhere, so train() changes no arithmetic
         params = [p for p in peft_model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=1e-4)
         times, losses = [], []
         for rep in range(args.reps + 1):  # rep 0 warms up (allocator, first AdamW state)
+            sync(args.device)
             start = time.perf_counter()
             loss = peft_model(input_ids=ids, attention_mask=mask, labels=labels).loss
             loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
+            sync(args.device)
             elapsed = time.perf_counter() - start
             losses.append(loss.item())
             if rep > 0:
@@ -293,6 +508,7 @@ def run_sft(args, batch):
         ranks[f"r{rank}"] = {
             "lora_r": rank, "lora_alpha": LORA_ALPHA, "lora_dropout": 0.0,
             "trainable_params": sum(p.numel() for p in params),
+            "adapter_dtype": adapter_dtype(peft_model),
             "median_step_s": step_s, "step_s_all": times,
             "tokens_per_s": tokens / step_s,
             "loss_first_last": [losses[0], losses[-1]]}
@@ -302,10 +518,8 @@ def run_sft(args, batch):
         del peft_model, optimizer, params
     return {
         "framework": "transformers + peft",
-        "note": "dense base: Python has no NF4 on the CPU (bitsandbytes 4-bit needs a GPU), "
-                "so this is LoRA over a dense base where citeforge's QLoRA has an NF4 base; "
-                "peft keeps the adapters in fp32 on a bf16 base",
-        "base_dtype": f"{args.dtype} (Q4_1 GGUF dequantised by transformers)",
+        "note": sft_note(args),
+        "base_dtype": base_description(args),
         "attn_implementation": args.attn,
         "target_modules": PROJECTIONS,
         "optimizer": "torch.optim.AdamW lr 1e-4 (other settings torch defaults)",
@@ -321,10 +535,11 @@ def run_sft(args, batch):
 # Part: generation with transformers
 
 
-def step_clock_processor():
+def step_clock_processor(device="cpu"):
     """A logits processor that only records when it is called. generate calls the processors
     once per new token, right after that token's forward pass (the first call follows the
-    prefill), so the time between the first and the last call is T-1 decode steps."""
+    prefill), so the time between the first and the last call is T-1 decode steps. On a GPU it
+    waits for the forward pass first (generate waits once a step anyway, to test for the end)."""
     from transformers import LogitsProcessor
 
     class StepClock(LogitsProcessor):
@@ -332,6 +547,7 @@ def step_clock_processor():
             self.stamps = []
 
         def __call__(self, input_ids, scores):
+            sync(device)
             self.stamps.append(time.perf_counter())
             return scores
 
@@ -341,17 +557,21 @@ def step_clock_processor():
 def run_generate(args, batch):
     import torch
     from transformers import GenerationConfig, LogitsProcessorList
-    tokenizer = load_tokenizer(args.gguf)
-    pad_id, eos_id = special_ids(tokenizer)
+    pad_id, eos_id, _ = token_specials(args)
     model, load_s = load_hf_model(args)
+    model.eval()
     new = args.new_tokens
     # min_new_tokens = max_new_tokens: every row produces exactly T tokens (EOS is masked until
     # then), so the work is the same on both sides whatever the model would have said.
-    config = GenerationConfig(do_sample=False, use_cache=True, max_new_tokens=new,
-                              min_new_tokens=new, pad_token_id=pad_id, eos_token_id=eos_id)
+    # --decode-temperature > 0 samples (top-k and top-p off), as a PPO rollout does.
+    sampled = args.decode_temperature > 0
+    sampling = dict(do_sample=True, temperature=args.decode_temperature, top_k=0,
+                    top_p=1.0) if sampled else dict(do_sample=False)
+    config = GenerationConfig(use_cache=True, max_new_tokens=new, min_new_tokens=new,
+                              pad_token_id=pad_id, eos_token_id=eos_id, **sampling)
     results = {}
     for size in args.gen_batches:
-        ids, mask = left_pad(take_prompts(batch, size), pad_id)
+        ids, mask = (t.to(args.device) for t in left_pad(take_prompts(batch, size), pad_id))
         prompt_tokens = int(mask.sum())
         # Prefill: one forward pass over the whole prompt batch that builds the KV cache, with
         # logits for the last position only, which is what generate's own first step does
@@ -360,9 +580,11 @@ def run_generate(args, batch):
         with torch.inference_mode():
             for rep in range(args.reps + 1):
                 position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
+                sync(args.device)
                 start = time.perf_counter()
                 model(input_ids=ids, attention_mask=mask, position_ids=position_ids,
                       use_cache=True, logits_to_keep=1)
+                sync(args.device)
                 elapsed = time.perf_counter() - start
                 if rep > 0:
                     prefill_times.append(elapsed)
@@ -375,7 +597,9 @@ def run_generate(args, batch):
         greedy = None
         with torch.inference_mode():
             for rep in range(args.reps + 1):
-                clock = step_clock_processor()
+                torch.manual_seed(args.seed + rep)
+                clock = step_clock_processor(args.device)
+                sync(args.device)
                 start = time.perf_counter()
                 out = model.generate(input_ids=ids, attention_mask=mask, generation_config=config,
                                      logits_processor=LogitsProcessorList([clock]))
@@ -406,11 +630,12 @@ def run_generate(args, batch):
         log(f"generate batch {size}: prefill {prefill_s:.3f} s, decode {decode_s:.3f} s")
     return {
         "framework": "transformers generate",
-        "base_dtype": f"{args.dtype} (Q4_1 GGUF dequantised by transformers)",
+        "base_dtype": base_description(args),
         "attn_implementation": args.attn,
+        "decoding": f"sampled at temperature {args.decode_temperature}" if sampled else "greedy",
         "method": "prefill: median time of one forward pass over the whole (left-padded) prompt "
-                  "batch with use_cache and logits_to_keep=1; decode: inside generate (greedy, "
-                  "use_cache, exactly T new tokens), time from the first to the last call of a "
+                  "batch with use_cache and logits_to_keep=1; decode: inside generate (greedy or "
+                  "sampled, use_cache, exactly T new tokens), time from the first to the last call of a "
                   "timestamping logits processor = T-1 single-token steps; tokens/s = "
                   "batch*(T-1)/that time. Median over reps after 1 warm-up.",
         "reps": args.reps, "model_load_s": load_s,
@@ -515,6 +740,13 @@ def stand_in_reward(texts):
     return [min(len(re.findall(r"\[\d+\]", t)), 3) / 3.0 for t in texts]
 
 
+def stand_in_reward_ids(responses, response_mask):
+    """The stand-in reward of a model without a tokenizer (random weights): the share of even
+    ids among each answer's tokens, in [0, 1]. citeforge's side computes the same."""
+    even = ((responses % 2 == 0) & (response_mask > 0)).sum(-1).float()
+    return even / response_mask.sum(-1).clamp(min=1).float()
+
+
 def masked_mean(x, mask):
     return (x * mask).sum() / mask.sum().clamp(min=1)
 
@@ -527,18 +759,17 @@ def masked_whiten(x, mask):
 
 def run_ppo(args, batch):
     import torch
-    from peft import get_peft_model
     from transformers import GenerationConfig
     trl_status = trl_ppo_status()
-    tokenizer = load_tokenizer(args.gguf)
-    pad_id, eos_id = special_ids(tokenizer)
+    pad_id, eos_id, tokenizer = token_specials(args)
+    device = args.device
     model, load_s = load_hf_model(args)
-    policy = get_peft_model(model, lora_config(args.ppo_lora_r))
+    policy = with_lora(model, args.ppo_lora_r, args)
     policy.train()  # dropout 0: the scoring pass and the update compute the same thing
     hidden_size = model.config.hidden_size
     # A value head on the final (normed) hidden state, initialised as citeforge's is
     # (std 1/(hidden+1), so initial values are small against rewards in [0, 1]).
-    value_head = torch.nn.Linear(hidden_size, 1)
+    value_head = torch.nn.Linear(hidden_size, 1).to(device)
     torch.nn.init.normal_(value_head.weight, std=1.0 / (hidden_size + 1))
     torch.nn.init.zeros_(value_head.bias)
     # The final norm's output is the hidden state the LM head reads; a forward hook keeps it
@@ -550,10 +781,12 @@ def run_ppo(args, batch):
     params = [p for p in policy.parameters() if p.requires_grad] + list(value_head.parameters())
     # PPO settings: citeforge's defaults (docs/ppo.md), TRL's where they agree.
     temperature, clip, clip_value, value_coef, beta, gamma, lam = 0.7, 0.2, 0.2, 0.1, 0.05, 1.0, 0.95
+    if args.model_dir:  # a random-weight batch file names its sampling temperature
+        temperature = args.decode_temperature
     optimizer = torch.optim.AdamW(params, lr=1e-4, eps=1e-5)
     new = args.new_tokens
     prompts = take_prompts(batch, args.batch)
-    prompt_ids, prompt_mask = left_pad(prompts, pad_id)
+    prompt_ids, prompt_mask = (t.to(device) for t in left_pad(prompts, pad_id))
     width = prompt_ids.shape[1]
     gen_config = GenerationConfig(
         do_sample=True, temperature=temperature, top_k=0, top_p=1.0, use_cache=True,
@@ -575,6 +808,7 @@ def run_ppo(args, batch):
     def iteration(seed):
         timings = {}
         # 1. Rollout: sample one answer per prompt with the current policy (adapters on).
+        sync(device)
         start = time.perf_counter()
         torch.manual_seed(seed)
         with torch.no_grad():
@@ -594,9 +828,13 @@ def run_ppo(args, batch):
         sampler_logp = torch.stack([torch.log_softmax(l.float() / temperature, -1)
                                     for l in out.logits], 1) \
             .gather(-1, responses[:, :, None]).squeeze(-1)
-        texts = tokenizer.batch_decode(responses * response_mask + pad_id * (1 - response_mask),
-                                       skip_special_tokens=True)
-        scores = torch.tensor(stand_in_reward(texts))
+        if tokenizer is None:
+            scores = stand_in_reward_ids(responses, response_mask)
+        else:
+            texts = tokenizer.batch_decode(
+                responses * response_mask + pad_id * (1 - response_mask), skip_special_tokens=True)
+            scores = torch.tensor(stand_in_reward(texts), device=device)
+        sync(device)
         timings["rollout_s"] = time.perf_counter() - start
 
         # 2. Scoring pass without gradients: policy log-probs and values, reference log-probs
@@ -611,9 +849,9 @@ def run_ppo(args, batch):
             kl = (old_logp - ref_logp) * rmask  # k1 per token
             rewards = -beta * kl
             last = response_mask.sum(-1) - 1
-            rewards[torch.arange(len(last)), last] += scores
+            rewards[torch.arange(len(last), device=device), last] += scores
             advantages = torch.zeros_like(rewards)
-            running = torch.zeros(rewards.shape[0])
+            running = torch.zeros(rewards.shape[0], device=device)
             for t in reversed(range(steps)):
                 next_value = old_values[:, t + 1] * rmask[:, t + 1] if t + 1 < steps else 0.0
                 delta = rewards[:, t] + gamma * next_value - old_values[:, t]
@@ -621,6 +859,7 @@ def run_ppo(args, batch):
                 advantages[:, t] = running
             returns = advantages + old_values
             advantages = masked_whiten(advantages, rmask)
+        sync(device)
         timings["reference_value_s"] = time.perf_counter() - start
         gap = ((old_logp - sampler_logp).abs() * rmask).max().item()
 
@@ -629,7 +868,7 @@ def run_ppo(args, batch):
         start = time.perf_counter()
         first_ratio_dev = None
         for _ in range(args.ppo_epochs):
-            order = torch.randperm(ids.shape[0])
+            order = torch.randperm(ids.shape[0]).to(device)
             for begin in range(0, ids.shape[0], args.ppo_minibatch):
                 mb = order[begin:begin + args.ppo_minibatch]
                 logp, values, _ = forward(ids[mb], mask[mb])
@@ -648,6 +887,7 @@ def run_ppo(args, batch):
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, 1.0)
                 optimizer.step()
+        sync(device)
         timings["update_s"] = time.perf_counter() - start
         timings["total_s"] = timings["rollout_s"] + timings["reference_value_s"] + timings["update_s"]
         tokens = int(prompt_mask.sum() + response_mask.sum())
@@ -676,9 +916,9 @@ def run_ppo(args, batch):
         if not trl_status["ppo_trainer"] else "TRL's PPOTrainer needs a separate reward model and a separate value-model "
              "backbone and runs its own episode loop; citeforge's iteration has a rule reward "
              "and a value head on the policy, so the steps are written out instead",
-        "base_dtype": f"{args.dtype} (Q4_1 GGUF dequantised by transformers)",
+        "base_dtype": base_description(args),
         "lora": {"r": args.ppo_lora_r, "alpha": LORA_ALPHA, "dropout": 0.0,
-                 "target_modules": PROJECTIONS},
+                 "target_modules": PROJECTIONS, "dtype": adapter_dtype(policy)},
         "settings": {"batch": args.batch, "minibatch": args.ppo_minibatch,
                      "ppo_epochs": args.ppo_epochs, "new_tokens": new,
                      "eos_allowed": args.ppo_allow_eos, "temperature": temperature, "top_p": 1.0,
@@ -686,7 +926,9 @@ def run_ppo(args, batch):
                      "value_coef": value_coef, "kl_coef": beta, "kl_estimator": "k1",
                      "gamma": gamma, "lambda": lam, "lr": 1e-4, "adam_eps": 1e-5,
                      "max_grad_norm": 1.0,
-                     "reward": "stand-in rule reward (share of up to 3 [n] citations)"},
+                     "reward": "stand-in rule reward (share of up to 3 [n] citations)"
+                     if tokenizer is not None else
+                     "stand-in rule reward on token ids (share of even ids)"},
         "prompt_shape": list(prompt_ids.shape),
         "steps": "rollout = generate (sampling) + decode + reward; reference_value = policy "
                  "log-probs + value head and reference log-probs (adapter disabled), both "
@@ -706,27 +948,42 @@ def run_ppo(args, batch):
 # Driver
 
 
-def run_one_part(args, batch):
-    """Runs one part in this process; returns the JSON fragment that goes into the object."""
+def fragment_leaves(fragment):
+    """The per-part objects of a fragment (generation nests one per framework)."""
+    for key, value in fragment.items():
+        yield from (value.values() if key == "generate" else [value])
+
+
+def run_one_part(args, batch, part):
+    """Runs one part in this process; returns the JSON fragment that goes into the object, with
+    the part's peak memory (see peak_memory_mib)."""
     import torch
     torch.set_num_threads(args.threads)
-    if args.part == "sft":
-        return {"sft_step": run_sft(args, batch)}
-    if args.part == "generate":
-        return {"generate": {"transformers": run_generate(args, batch)}}
-    if args.part == "ppo":
-        return {"ppo_iteration": run_ppo(args, batch)}
-    raise ValueError(args.part)
+    reset_peak_memory(args.device)
+    if part == "sft":
+        fragment = {"sft_step": run_sft(args, batch)}
+    elif part == "generate":
+        fragment = {"generate": {"transformers": run_generate(args, batch)}}
+    elif part == "ppo":
+        fragment = {"ppo_iteration": run_ppo(args, batch)}
+    else:
+        raise ValueError(part)
+    for leaf in fragment_leaves(fragment):
+        leaf["peak_memory_mib"] = peak_memory_mib(args.device)
+        leaf["peak_memory_kind"] = ("CUDA caching allocator, peak allocated bytes during the part"
+                                    if is_cuda(args.device) else
+                                    "peak RSS of the process (ru_maxrss)")
+    if is_cuda(args.device):
+        import gc
+        gc.collect()
+        torch.cuda.empty_cache()
+    return fragment
 
 
 def attach_rss(fragment):
     rss = peak_rss_mib()
-    for key, value in fragment.items():
-        if key == "generate":
-            for sub in value.values():
-                sub["peak_rss_mib"] = rss
-        else:
-            value["peak_rss_mib"] = rss
+    for leaf in fragment_leaves(fragment):
+        leaf["peak_rss_mib"] = rss
     return fragment
 
 
@@ -772,6 +1029,18 @@ def parse_int_list(text):
     return [int(x) for x in text.split(",") if x.strip()]
 
 
+def parse_parts(text):
+    """`all`, or one or more parts, comma-separated (run in this process, in run order)."""
+    if text == "all":
+        return text
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    for part in parts:
+        if part not in PARTS:
+            raise argparse.ArgumentTypeError(
+                f"unknown part '{part}' (expected all or a list of {', '.join(PARTS)})")
+    return [p for p in PARTS if p in parts]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gguf", type=Path, default=DEFAULT_GGUF,
@@ -779,7 +1048,9 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count(),
                         help="torch.set_num_threads / OMP_NUM_THREADS and llama.cpp's n_threads")
     parser.add_argument("--reps", type=int, default=5, help="timed repetitions after 1 warm-up")
-    parser.add_argument("--part", choices=("all",) + PARTS, default="all")
+    parser.add_argument("--part", type=parse_parts, default="all",
+                        help="all (each part in a fresh process) or a comma-separated list of "
+                             f"{', '.join(PARTS)} run in this process")
     parser.add_argument("--batch-file", type=Path,
                         help='JSON {"sequences": [{"ids", "loss_mask"}], "prompts": [[ids]]}; '
                              'prompts are cycled when a batch needs more than the file has')
@@ -809,6 +1080,20 @@ def main():
                         help="the dense base's dtype (LoRA adapters stay fp32, as peft keeps them)")
     parser.add_argument("--attn", default="sdpa", choices=("sdpa", "eager"),
                         help="transformers attention implementation")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                        help="where the model runs (cuda: --model-dir only)")
+    parser.add_argument("--model-dir", type=Path, default=None,
+                        help="an HF checkpoint directory to run instead of the GGUF (random "
+                             "weights from --write-random-model; no tokenizer needed)")
+    parser.add_argument("--decode-temperature", type=float, default=0.0,
+                        help="generation part: 0 decodes greedily, above 0 samples")
+    parser.add_argument("--lora-dtype", default="float32", choices=("float32", "base"),
+                        help="LoRA adapters in fp32 (peft's default) or in the base's dtype")
+    parser.add_argument("--write-random-model", type=Path, default=None, metavar="DIR",
+                        help="write DIR/model (random weights of --shape) and DIR/batch.json, "
+                             "then exit")
+    parser.add_argument("--shape", choices=tuple(SHAPES), default="small",
+                        help="the shape --write-random-model writes")
     # Set by --part all for its children: where the batch file's ids came from.
     parser.add_argument("--batch-source", default=None, help=argparse.SUPPRESS)
     # Internal: write the synthetic batch to this file and exit (see make_batch_file).
@@ -817,11 +1102,28 @@ def main():
     parser.add_argument("--json-out", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.gguf = args.gguf.expanduser().resolve()
-    if not args.gguf.is_file():
+    random_weights = args.model_dir or args.write_random_model
+    if not random_weights and not args.gguf.is_file():
         raise SystemExit(f"no GGUF at {args.gguf}")
+    if args.model_dir and not (args.model_dir / "config.json").is_file():
+        raise SystemExit(f"--model-dir: no config.json in {args.model_dir}")
+    if args.model_dir and (args.part == "all" or "llamacpp" in args.part):
+        raise SystemExit("--model-dir: --part takes a list of sft, generate, ppo")
+    if args.part != "all" and "llamacpp" in args.part and len(args.part) > 1:
+        raise SystemExit("--part llamacpp runs alone: its process holds no torch")
+    if is_cuda(args.device) and not random_weights:
+        raise SystemExit("--device cuda needs --model-dir or --write-random-model")
     # Before torch is imported anywhere: its OpenMP pool reads this once.
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ["MKL_NUM_THREADS"] = str(args.threads)
+    if is_cuda(args.device):
+        import torch
+        if not torch.cuda.is_available():
+            raise SystemExit("--device cuda: this torch sees no CUDA device")
+
+    if args.write_random_model:
+        write_random_model(args)
+        return
 
     if args.make_batch:
         # Helper mode (see make_batch_file): write the synthetic batch and stop.
@@ -830,11 +1132,14 @@ def main():
 
     result = {"benchmark": "citeforge side-by-side, Python side", "threads": args.threads,
               "versions": package_versions(), "machine": machine_info(),
-              "model": {"gguf": str(args.gguf), "name": "SmolLM2-135M-Instruct"},
+              "device": args.device, "dtype": args.dtype, "lora_dtype": args.lora_dtype,
+              "model": {"dir": str(args.model_dir), "name": "random weights"} if args.model_dir
+              else {"gguf": str(args.gguf), "name": "SmolLM2-135M-Instruct"},
               "peak_rss_method": "resource.getrusage(RUSAGE_SELF).ru_maxrss of the process that "
                                  "ran the part (a fresh one per part with --part all)"}
     if args.batch_file:
         batch = read_batch_file(args.batch_file)
+        apply_batch_settings(args, batch)
         args.batch_source = args.batch_source or f"file {args.batch_file}"
     else:
         with tempfile.TemporaryDirectory() as tmp:
@@ -868,11 +1173,19 @@ def main():
                     continue
                 merge(result, {k: v for k, v in json.loads(part_json.read_text()).items()
                                if k in ("sft_step", "generate", "ppo_iteration")})
-    elif args.part == "llamacpp":
+    elif args.part == ["llamacpp"]:
         # No torch in this process: llama.cpp's peak RSS is llama.cpp's.
         merge(result, attach_rss({"generate": {"llama_cpp": run_llamacpp(args, batch)}}))
     else:
-        merge(result, attach_rss(run_one_part(args, batch)))
+        fragment = {}
+        for part in args.part:
+            log(f"--- part {part}")
+            merge(fragment, run_one_part(args, batch, part))
+        merge(result, attach_rss(fragment))
+        if is_cuda(args.device):
+            import torch
+            result["machine"]["gpu"] = torch.cuda.get_device_name()
+            result["versions"]["torch_cuda"] = torch.version.cuda
     agreement = greedy_agreement(result)
     if agreement:
         result["greedy_agreement_batch1_prompt0"] = agreement
