@@ -12,7 +12,8 @@ namespace citeforge::trainer {
 namespace {
 
 // One line per selected checkpoint: where it is, its validation score and its scores on the
-// other test sets; selection.json holds the intervals and every metric.
+// other test sets (not the citation baselines', which are the base's answers re-cited by a rule);
+// selection.json holds the intervals and every metric.
 void print_selection(const RunSetup& setup) {
   auto fixed3 = [](double v) {
     char buf[32];
@@ -32,7 +33,7 @@ void print_selection(const RunSetup& setup) {
                        "): " + validation + " " + metric + " " + fixed3(s.value("value", 0.0));
     const auto scores = s.value("scores", nlohmann::json::object());
     for (const auto& [test_set, metrics] : scores.items())
-      if (test_set != validation && metrics.contains(metric))
+      if (test_set != validation && !is_baseline_test_set(test_set) && metrics.contains(metric))
         line += ", " + test_set + " " + fixed3(metrics[metric].value("mean", 0.0));
     std::printf("%s\n", line.c_str());
   }

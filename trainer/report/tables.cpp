@@ -331,7 +331,10 @@ std::string table2_markdown_section(const std::vector<RunSummary>& runs,
       "its 95% paired bootstrap interval and a two-sided sign-flip permutation p-value, "
       "Holm-adjusted over the ";
   out += std::to_string(family);
-  out += " p-values of this table. A difference is a gain only where its interval excludes 0.\n\n";
+  out +=
+      " p-values of this table. A difference is a gain only where its interval excludes 0; an "
+      "interval is per comparison, so one that excludes 0 beside a large adjusted p may be "
+      "one of the table's chance findings.\n\n";
   out += to_markdown(table2_paired_markdown_table(runs, test_set));
   return out;
 }
