@@ -6,16 +6,6 @@
 
 namespace citeforge::attribution {
 
-namespace {
-
-std::string trim(const std::string& text) {
-  const auto b = text.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return text.substr(b, text.find_last_not_of(" \t\r\n") - b + 1);
-}
-
-}  // namespace
-
 const std::vector<CitationBaseline>& citation_baselines() {
   static const std::vector<CitationBaseline> all = {CitationBaseline::bm25, CitationBaseline::all,
                                                     CitationBaseline::first};
@@ -53,9 +43,7 @@ std::string cite_by_baseline(const data::Example& example, const std::string& an
   const data::Bm25Index index =
       baseline == CitationBaseline::bm25 ? data::build_bm25_index(documents) : data::Bm25Index{};
   std::string out;
-  for (const auto& [begin, end] : rewards::split_sentences(text)) {
-    const std::string sentence = trim(text.substr(begin, end - begin));
-    if (sentence.empty()) continue;
+  for (const auto& sentence : rewards::sentences_of(text)) {
     std::vector<int> keys;
     if (baseline == CitationBaseline::all) keys = every;
     if (baseline == CitationBaseline::first && !every.empty()) keys = {every.front()};

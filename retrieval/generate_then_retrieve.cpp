@@ -8,23 +8,10 @@
 #include "rewards/metrics.h"
 
 namespace citeforge::retrieval {
-namespace {
-
-std::string trim(const std::string& text) {
-  const auto b = text.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return text.substr(b, text.find_last_not_of(" \t\r\n") - b + 1);
-}
-
-}  // namespace
 
 AttributedAnswer generate_then_retrieve(const Corpus& corpus, const std::string& answer,
                                         std::size_t per_sentence, std::size_t max_sources) {
-  std::vector<std::string> sentences;
-  for (const auto& [b, e] : rewards::split_sentences(answer)) {
-    auto s = trim(answer.substr(b, e - b));
-    if (!s.empty()) sentences.push_back(std::move(s));
-  }
+  const std::vector<std::string> sentences = rewards::sentences_of(answer);
   std::vector<std::vector<std::size_t>> rankings;
   for (const auto& s : sentences) rankings.push_back(retrieve(corpus, s, per_sentence));
   AttributedAnswer out;

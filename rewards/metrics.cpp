@@ -153,7 +153,8 @@ double format_quality(const std::string& answer, const data::ParsedCitations& ci
   return static_cast<double>(good) / sentences.size();
 }
 
-double source_quality(const Example& example, const data::ParsedCitations& citations, int invalid_count) {
+double source_quality(const Example& example, const data::ParsedCitations& citations,
+                      int invalid_count) {
   int relevant = 0;
   for (const auto& s : example.sources) relevant += s.label == Label::relevant ? 1 : 0;
   if (citations.cited.empty() && invalid_count == 0) return relevant == 0 ? 1.0 : 0.0;
@@ -173,7 +174,8 @@ double source_quality_paper(const Example& example, const data::ParsedCitations&
 AnswerMetrics score_answer(const Example& example, const std::string& answer,
                            const MetricOptions& options,
                            const std::optional<std::string>& reference) {
-  data::ParsedCitations parsed = data::parse_citations(answer, example.sources, example.citation_style);
+  data::ParsedCitations parsed =
+      data::parse_citations(answer, example.sources, example.citation_style);
   std::set<int> relevant;
   for (const auto& s : example.sources)
     if (s.label == Label::relevant) relevant.insert(s.key);
@@ -204,7 +206,8 @@ AnswerMetrics score_answer(const Example& example, const std::string& answer,
   m.chance_source_quality = chance.source_quality;
   m.chance_source_quality_paper = chance.source_quality_paper;
   if (reference) {
-    data::ParsedCitations ref = data::parse_citations(*reference, example.sources, example.citation_style);
+    data::ParsedCitations ref =
+        data::parse_citations(*reference, example.sources, example.citation_style);
     int shared = 0;
     for (int key : parsed.cited) shared += ref.cited.count(key) ? 1 : 0;
     auto overlap =
@@ -236,6 +239,17 @@ std::vector<std::pair<std::string, double>> named_values(const AnswerMetrics& m)
   };
   if (m.overlap_precision) out.emplace_back("overlap_precision", *m.overlap_precision);
   if (m.overlap_recall) out.emplace_back("overlap_recall", *m.overlap_recall);
+  return out;
+}
+
+std::vector<std::string> sentences_of(const std::string& answer) {
+  std::vector<std::string> out;
+  for (const auto& [begin, end] : split_sentences(answer)) {
+    const std::string sentence = answer.substr(begin, end - begin);
+    const auto first = sentence.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) continue;
+    out.push_back(sentence.substr(first, sentence.find_last_not_of(" \t\r\n") - first + 1));
+  }
   return out;
 }
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "data/example.h"
 #include "data/citations.h"
+#include "data/example.h"
 
 namespace citeforge::rewards {
 
@@ -99,6 +99,8 @@ int count_words(const std::string& text);
 // followed by whitespace, outside parentheses and brackets, and not after an abbreviation such
 // as "et al." or "p."; text after the last terminator is a sentence too.
 std::vector<std::pair<std::size_t, std::size_t>> split_sentences(const std::string& answer);
+// The sentences of `answer` as text, trimmed of surrounding whitespace, the blank ones left out.
+std::vector<std::string> sentences_of(const std::string& answer);
 
 // Share of sentences ending in a well-formed citation group (every citation in it valid). An
 // answer that cites nothing at all is an abstention; its format is right (1) exactly when the
