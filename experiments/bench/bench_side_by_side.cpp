@@ -188,6 +188,27 @@ models::LlamaForCausalLM load(const std::string& dir, bool nf4, int lora_r) {
   return model;
 }
 
+// The median time of one AdamW step on the LoRA parameters over `batch` (loss per trained
+// token), after a warm-up step; the gradients are freed afterwards.
+double median_sft_step_seconds(models::LlamaForCausalLM& model, const trainer::Batch& batch,
+                               int reps) {
+  model->train();
+  std::vector<torch::Tensor> params;
+  for (auto& [name, p] : models::lora_parameters(model)) params.push_back(p);
+  torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(1e-4));
+  auto step = [&] {
+    optimizer.zero_grad();
+    auto loss = trainer::masked_lm_loss_sum(model, batch) / double(batch.trained_tokens);
+    loss.backward();
+    optimizer.step();
+  };
+  step();  // warm-up
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) times.push_back(seconds(step));
+  optimizer.zero_grad();
+  return median(times);
+}
+
 json sft_part(const std::string& dir, const Workload& w, int reps) {
   json rows = json::array();
   std::vector<std::size_t> all(w.sft.size());
@@ -196,20 +217,7 @@ json sft_part(const std::string& dir, const Workload& w, int reps) {
   for (bool nf4 : {true, false})
     for (int r : {16, 64}) {
       auto model = load(dir, nf4, r);
-      model->train();
-      std::vector<torch::Tensor> params;
-      for (auto& [name, p] : models::lora_parameters(model)) params.push_back(p);
-      torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(1e-4));
-      auto step = [&] {
-        optimizer.zero_grad();
-        auto loss = trainer::masked_lm_loss_sum(model, batch) / double(batch.trained_tokens);
-        loss.backward();
-        optimizer.step();
-      };
-      step();  // warm-up
-      std::vector<double> times;
-      for (int i = 0; i < reps; ++i) times.push_back(seconds(step));
-      const double s = median(times);
+      const double s = median_sft_step_seconds(model, batch, reps);
       rows.push_back({{"base", nf4 ? "nf4" : "dense"},
                       {"dtype", dtype_name()},
                       {"lora_r", r},
@@ -374,21 +382,7 @@ json ids_sft_part(models::LlamaForCausalLM& model, const IdsWorkload& w, int rep
   std::vector<std::size_t> all(w.sft.size());
   std::iota(all.begin(), all.end(), std::size_t(0));
   auto batch = trainer::collate(w.sft, all, 0, bench_device);
-  model->train();
-  std::vector<torch::Tensor> params;
-  for (auto& [name, p] : models::lora_parameters(model)) params.push_back(p);
-  torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(1e-4));
-  auto step = [&] {
-    optimizer.zero_grad();
-    auto loss = trainer::masked_lm_loss_sum(model, batch) / double(batch.trained_tokens);
-    loss.backward();
-    optimizer.step();
-  };
-  step();  // warm-up
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) times.push_back(seconds(step));
-  optimizer.zero_grad();
-  const double s = median(times);
+  const double s = median_sft_step_seconds(model, batch, reps);
   std::fprintf(stderr, "sft nf4 %s r%d: %.3f s/step\n", dtype_name(), w.lora_r, s);
   return {{"base", "nf4"},
           {"dtype", dtype_name()},

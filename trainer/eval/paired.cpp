@@ -1,8 +1,6 @@
 #include "trainer/eval/paired.h"
 
-#include <limits>
 #include <map>
-#include <set>
 
 #include "common/error.h"
 
@@ -84,48 +82,6 @@ json paired_to_json(const std::vector<PairedComparison>& comparisons) {
                                   {"ci_low", json_number(c.test.ci_low)},
                                   {"ci_high", json_number(c.test.ci_high)},
                                   {"p", json_number(c.test.p_value)}};
-  return out;
-}
-
-std::vector<PairedComparison> paired_from_json(const json& object, const std::string& file,
-                                               const std::string& where, const std::string& field) {
-  auto fail = [&](const std::string& path, const std::string& what) {
-    fail_at(file, where, "field '" + path + "': " + what);
-  };
-  auto number = [&](const json& value, const std::string& key, const std::string& path) {
-    auto it = value.find(key);
-    if (it == value.end()) fail(path + "." + key, "missing");
-    if (it->is_null()) return std::numeric_limits<double>::quiet_NaN();
-    if (!it->is_number()) fail(path + "." + key, "expected a number or null");
-    return it->get<double>();
-  };
-  if (!object.is_object()) fail(field, "expected an object");
-  const std::set<std::string> known(comparison_names().begin(), comparison_names().end());
-  std::vector<PairedComparison> out;
-  for (const auto& [against, metrics] : object.items()) {
-    const std::string path = field + "." + against;
-    if (!known.count(against)) fail(path, "unknown comparison (chance, base, uncorrected)");
-    if (!metrics.is_object()) fail(path, "expected an object");
-    for (const auto& [metric, value] : metrics.items()) {
-      const std::string at = path + "." + metric;
-      if (!value.is_object()) fail(at, "expected an object");
-      for (const auto& [key, unused] : value.items())
-        if (key != "difference" && key != "count" && key != "ci_low" && key != "ci_high" &&
-            key != "p")
-          fail(at + "." + key, "unknown field");
-      PairedComparison c{against, metric, {}};
-      c.test.difference = number(value, "difference", at);
-      c.test.ci_low = number(value, "ci_low", at);
-      c.test.ci_high = number(value, "ci_high", at);
-      c.test.p_value = number(value, "p", at);
-      auto count = value.find("count");
-      if (count == value.end()) fail(at + ".count", "missing");
-      if (!count->is_number_integer() || count->get<long long>() < 0)
-        fail(at + ".count", "expected a non-negative integer");
-      c.test.count = count->get<std::size_t>();
-      out.push_back(std::move(c));
-    }
-  }
   return out;
 }
 

@@ -37,11 +37,8 @@ std::vector<PairedComparison> paired_comparisons(
 const PairedComparison* find_comparison(const std::vector<PairedComparison>& comparisons,
                                         const std::string& against, const std::string& metric);
 
-// {against: {metric: {difference, count, ci_low, ci_high, p}}} in both directions; reading is
-// strict and errors name `file`, `where` and the field below `field`.
+// {against: {metric: {difference, count, ci_low, ci_high, p}}}, as results.json and summary.json
+// hold them (results.cpp reads them back with the rest of a record).
 nlohmann::ordered_json paired_to_json(const std::vector<PairedComparison>& comparisons);
-std::vector<PairedComparison> paired_from_json(const nlohmann::ordered_json& object,
-                                               const std::string& file, const std::string& where,
-                                               const std::string& field);
 
 }  // namespace citeforge::trainer

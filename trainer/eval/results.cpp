@@ -51,7 +51,39 @@ struct RecordReader {
     if (!value.is_number()) fail(path, "expected a number or null");
     return value.get<double>();
   }
+  std::size_t count(const json& object, const std::string& path) const {
+    const json& value = field(object, "count", path);
+    if (!value.is_number_integer() || value.get<long long>() < 0)
+      fail(path, "expected a non-negative integer");
+    return value.get<std::size_t>();
+  }
 };
+
+// {against: {metric: {difference, count, ci_low, ci_high, p}}} (paired_to_json's layout).
+std::vector<PairedComparison> paired_from_json(const json& object, const RecordReader& in) {
+  if (!object.is_object()) in.fail("paired", "expected an object");
+  const auto& known = comparison_names();
+  std::vector<PairedComparison> out;
+  for (const auto& [against, metrics] : object.items()) {
+    const std::string path = "paired." + against;
+    if (std::find(known.begin(), known.end(), against) == known.end())
+      in.fail(path, "unknown comparison (chance, base, uncorrected)");
+    if (!metrics.is_object()) in.fail(path, "expected an object");
+    for (const auto& [metric, value] : metrics.items()) {
+      const std::string at = path + "." + metric;
+      if (!value.is_object()) in.fail(at, "expected an object");
+      in.only_keys(value, {"difference", "count", "ci_low", "ci_high", "p"}, at + ".");
+      PairedComparison c{against, metric, {}};
+      c.test.difference = in.number(value, "difference", at + ".difference");
+      c.test.ci_low = in.number(value, "ci_low", at + ".ci_low");
+      c.test.ci_high = in.number(value, "ci_high", at + ".ci_high");
+      c.test.p_value = in.number(value, "p", at + ".p");
+      c.test.count = in.count(value, at + ".count");
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
 
 ResultRecord parse_record(const json& item, const RecordReader& in) {
   if (!item.is_object()) in.fail("", "expected an object");
@@ -71,8 +103,7 @@ ResultRecord parse_record(const json& item, const RecordReader& in) {
   record.checkpoint = in.string(item, "checkpoint");
   record.metrics =
       aggregates_from_json(in.field(item, "metrics", "metrics"), in.file, in.where, "metrics");
-  if (item.contains("paired"))
-    record.paired = paired_from_json(item["paired"], in.file, in.where, "paired");
+  if (item.contains("paired")) record.paired = paired_from_json(item["paired"], in);
   return record;
 }
 
@@ -97,10 +128,7 @@ NamedAggregates aggregates_from_json(const json& object, const std::string& file
     a.mean = in.number(value, "mean", path + ".mean");
     a.ci_low = in.number(value, "ci_low", path + ".ci_low");
     a.ci_high = in.number(value, "ci_high", path + ".ci_high");
-    const json& count = in.field(value, "count", path + ".count");
-    if (!count.is_number_integer() || count.get<long long>() < 0)
-      in.fail(path + ".count", "expected a non-negative integer");
-    a.count = count.get<std::size_t>();
+    a.count = in.count(value, path + ".count");
     out.push_back({name, a});
   }
   return out;
@@ -117,6 +145,13 @@ bool same_key(const ResultRecord& a, const ResultRecord& b) {
 ResultRecord result_of(const EvalRecord& record, std::vector<PairedComparison> paired) {
   return {record.stage,      record.epoch,      record.test_set,
           record.checkpoint, record.aggregates, std::move(paired)};
+}
+
+const ResultRecord* find_result(const std::vector<ResultRecord>& results, const std::string& stage,
+                                int epoch, const std::string& test_set) {
+  for (const auto& r : results)
+    if (r.stage == stage && r.epoch == epoch && r.test_set == test_set) return &r;
+  return nullptr;
 }
 
 const rewards::Aggregate* find_metric(const ResultRecord& record, const std::string& name) {

@@ -25,6 +25,10 @@ struct ResultRecord {
 // The aggregates of an evaluation with its paired tests (paired_comparisons).
 ResultRecord result_of(const EvalRecord& record, std::vector<PairedComparison> paired = {});
 
+// The record of (stage, epoch, test set) in `results`, or nullptr.
+const ResultRecord* find_result(const std::vector<ResultRecord>& results, const std::string& stage,
+                                int epoch, const std::string& test_set);
+
 // The aggregate of metric `name`, or nullptr.
 const rewards::Aggregate* find_metric(const ResultRecord& record, const std::string& name);
 

@@ -39,13 +39,6 @@ bool world_before(const std::string& a, const std::string& b) {
   return a.size() != b.size() ? a.size() < b.size() : a < b;
 }
 
-const ResultRecord* find_record(const SeedRun& run, const Selection& s,
-                                const std::string& test_set) {
-  for (const auto& r : run.results)
-    if (r.stage == s.setting && r.epoch == s.epoch && r.test_set == test_set) return &r;
-  return nullptr;
-}
-
 // One (world, test set, setting) across the seeds that evaluated it.
 struct Group {
   std::string world, test_set, setting;
@@ -63,7 +56,7 @@ std::vector<Group> groups_of(const std::vector<SeedRun>& runs) {
   for (const SeedRun* run : sorted)
     for (const auto& s : run->selections)
       for (const auto& test_set : test_sets_of(run->results, s.test_set)) {
-        const ResultRecord* record = find_record(*run, s, test_set);
+        const ResultRecord* record = find_result(run->results, s.setting, s.epoch, test_set);
         if (!record) continue;
         auto it = std::find_if(out.begin(), out.end(), [&](const Group& g) {
           return g.world == run->world && g.test_set == test_set && g.setting == s.setting;

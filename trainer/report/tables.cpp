@@ -23,13 +23,6 @@ namespace fs = std::filesystem;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-const ResultRecord* find_result(const std::vector<ResultRecord>& results, const std::string& stage,
-                                int epoch, const std::string& test_set) {
-  for (const auto& r : results)
-    if (r.stage == stage && r.epoch == epoch && r.test_set == test_set) return &r;
-  return nullptr;
-}
-
 rewards::Aggregate metric_of(const ResultRecord* record, const std::string& name) {
   rewards::Aggregate missing{kNaN, 0, kNaN, kNaN};
   if (!record) return missing;
