@@ -6,7 +6,8 @@
 #   scripts/gpu_check.sh --build-only   configure + build citeforge and its tests with
 #                                       CITEFORGE_CUDA=ON into $GPU_BUILD_DIR (default
 #                                       /root/citeforge-build-gpu, which survives between calls
-#                                       while the machine is held); about 3 minutes with 16 jobs
+#                                       while the machine is held); about 3 minutes with 16 jobs;
+#                                       GPU_BUILD_TARGETS="bench_side_by_side" builds only that
 #   scripts/gpu_check.sh                the checks (building first only when nothing is built):
 #     std-bindings      the binary's std:: calls bind to libstdc++, not LibTorch's private copies
 #     cuda-tests        the [cuda] unit tests: NF4 kernel vs the reference, GPU checkpointing
@@ -46,7 +47,8 @@ build_citeforge() {
       >"$logs/configure.log" 2>&1; then
     tail -n 30 "$logs/configure.log"; echo "[gpu-check] build: FAIL (configure)"; return 1
   fi
-  if ! cmake --build "$build" -j "$(nproc)" --target citeforge citeforge_tests bench_side_by_side \
+  # shellcheck disable=SC2086  # GPU_BUILD_TARGETS is a list (default: all three)
+  if ! cmake --build "$build" -j "$(nproc)" --target ${GPU_BUILD_TARGETS:-citeforge citeforge_tests bench_side_by_side} \
       >"$logs/build.log" 2>&1; then
     grep -E "error|FAILED" "$logs/build.log" | head -n 30; echo "[gpu-check] build: FAIL"; return 1
   fi

@@ -658,8 +658,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    // --profile FILE: the operators the parts spend their time in (timings under observation
+    // run slower; take them from a run without it). On a GPU an operator's time is its host
+    // side unless CUDA_LAUNCH_BLOCKING=1 makes every launch wait for its kernel.
+    std::unique_ptr<bench::OpProfile> profile;
+    if (!flags.profile.empty()) profile = std::make_unique<bench::OpProfile>();
+    const auto write_profile = [&] {
+      if (profile) std::ofstream(flags.profile) << profile->top(40).dump(1) << "\n";
+    };
     if (!flags.model_dir.empty()) {
       ids_main(flags);
+      write_profile();
       return 0;
     }
     const std::string &model = flags.model, &part = flags.part;
@@ -673,10 +682,6 @@ int main(int argc, char** argv) {
         data::find_prompt_template("rage_numeric_key_last", "configs/templates")};
     const Workload w = make_workload(tokenizer, format);
     if (!flags.write_batch.empty()) write_batch(flags.write_batch, w);
-    // --profile FILE: the operators the part spends its time in (timings under observation
-    // run slower; take them from a run without it).
-    std::unique_ptr<bench::OpProfile> profile;
-    if (!flags.profile.empty()) profile = std::make_unique<bench::OpProfile>();
     json out{{"side", "citeforge"},
              {"threads", threads},
              {"reps", reps},
@@ -690,7 +695,7 @@ int main(int argc, char** argv) {
       out["ppo"] = ppo_part(dir, tokenizer, format, w, reps);
     else if (!part.empty())
       throw Error("--part: expected sft, generate or ppo, got '" + part + "'");
-    if (profile) std::ofstream(flags.profile) << profile->top(40).dump(1) << "\n";
+    write_profile();
     out["peak_rss_mib"] = peak_rss_mib();
     std::printf("%s\n", out.dump().c_str());
   } catch (const std::exception& e) {
