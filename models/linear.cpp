@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "models/fused_matmul.h"
+#include "models/nf4_linear.h"
 
 namespace citeforge::models {
 
@@ -63,6 +64,13 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
   if (nf4)
     if (auto fused = fused_nf4_linear(x, *nf4))
       y = bias.defined() ? *fused + bias.to(x.scalar_type()) : *fused;
+  // Without a dense copy held for the run (a GPU's case), a gradient through x must not make
+  // autograd keep the dequantised weight: nf4_linear dequantises again in the backward pass.
+  if (!y.defined() && nf4 && dequantized_scopes == 0 && torch::GradMode::is_enabled() &&
+      x.requires_grad()) {
+    y = nf4_linear(x, *nf4);
+    if (bias.defined()) y = y + bias.to(x.scalar_type());
+  }
   if (!y.defined())
     y = torch::linear(x, base_weight(x.scalar_type()),
                       bias.defined() ? bias.to(x.scalar_type()) : torch::Tensor());
