@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "models/base_card.h"
 #include "models/model_tensors.h"
 #include "models/safetensors.h"
 
@@ -268,6 +269,8 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
         (temp / "tokenizer_config.json").string(),
         tokenizer_config_json(vocab, gguf_chat_template(file), config.max_positions).dump(2) +
             "\n");
+    write_file_atomically((temp / "README.md").string(),
+                          imported_base_card(gguf_base_facts(file), gguf_path));
     if (fs::exists(target)) fs::remove(target);  // an empty directory, checked above
     fs::rename(temp, target);
     fsync_directory(target.parent_path().string());

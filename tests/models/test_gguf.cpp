@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "models/base_card.h"
 #include "models/checkpoint_io.h"
 #include "models/gguf.h"
 #include "models/gguf_import.h"
@@ -64,6 +65,8 @@ struct TinyGguf {
   explicit TinyGguf(const TinyGgufOptions& o = {}) {
     const int64_t hidden = 8, heads = 2, kv_heads = 1, head_dim = 4, ffn = 16;
     b.str("general.architecture", "llama");
+    b.str("general.name", "Tiny Llama");
+    b.str("general.license", "apache-2.0");
     b.u32("llama.block_count", o.block_count);
     b.u32("llama.context_length", 64);
     b.u32("llama.embedding_length", o.embedding_length);
@@ -256,6 +259,11 @@ TEST_CASE("a GGUF Llama imports to an HF directory with q/k rows in HF order",
   auto tokenizer_config = nlohmann::json::parse(read_file(out + "/tokenizer_config.json"));
   CHECK(tokenizer_config["chat_template"] == "{{ messages }}");
   CHECK(tokenizer_config["eos_token"] == "<|im_end|>");
+  // The GGUF's name and licence travel in the directory's README.md, for exports' model cards.
+  const auto base = models::read_base_facts(out);
+  CHECK(base.name == "Tiny Llama");
+  CHECK(base.license == "apache-2.0");
+  CHECK(base.hub_id.empty());
 }
 
 TEST_CASE("GGUF import refuses other architectures, tokenizers and tensors, writing nothing",

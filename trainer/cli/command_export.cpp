@@ -3,6 +3,7 @@
 //           adapter_config.json).
 //   merged: the base model with the adapter folded into its weights, a plain HF checkpoint
 //           (config.json, model.safetensors, and the base's tokenizer.model when it has one).
+// Both get a README.md, the model card (trainer/report/model_card.h).
 #include <cstdio>
 #include <filesystem>
 
@@ -12,6 +13,7 @@
 #include "models/peft_adapter.h"
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/commands.h"
+#include "trainer/report/model_card.h"
 #include "trainer/run/run_checkpoint.h"
 #include "trainer/run/train_checkpoint.h"
 
@@ -63,6 +65,11 @@ int command_export(const Args& raw) {
       if (fs::exists(file)) fs::copy_file(file, out / name, fs::copy_options::overwrite_existing);
     }
   }
+  // The model card: what it is built on, how it was trained and scored, how to reproduce it.
+  const auto card =
+      gather_model_card_facts(checkpoint, base, format == "merged", adapter.config.spec.r,
+                              adapter.config.spec.alpha, adapter.adapted.size());
+  write_file_atomically((out / "README.md").string(), model_card(card));
   std::fprintf(stderr, "[export] %s adapter of %s (r %lld, %zu layers) -> %s\n", format.c_str(),
                checkpoint.c_str(), (long long)adapter.config.spec.r, adapter.adapted.size(),
                out.c_str());

@@ -30,18 +30,6 @@ rewards::Aggregate metric_of(const ResultRecord* record, const std::string& name
   return a ? *a : missing;
 }
 
-// "47.0 [41.2, 52.9]": a rate as percent with its 95% interval.
-std::string percent_with_interval(const rewards::Aggregate& a) {
-  if (std::isnan(a.mean)) return "–";
-  return fixed(100 * a.mean, 1) + " [" + fixed(100 * a.ci_low, 1) + ", " +
-         fixed(100 * a.ci_high, 1) + "]";
-}
-
-// "20.0": a rate as percent without an interval (the chance references).
-std::string percent(const rewards::Aggregate& a) {
-  return std::isnan(a.mean) ? "–" : fixed(100 * a.mean, 1);
-}
-
 std::string count_cell(const ResultRecord* record) {
   if (!record || record->metrics.empty()) return "–";
   return std::to_string(record->metrics.front().second.count);
@@ -175,22 +163,6 @@ PairedCells table2_paired(const std::vector<Table2Row>& rows) {
   }
   for (double p : p_values) cells.family += std::isnan(p) ? 0 : 1;
   return cells;
-}
-
-// "+38.8 [+30.1, +47.0]": a difference of rates in percentage points with its interval.
-std::string signed_points(double value) {
-  std::string text = fixed(100 * value, 1);
-  if (text == "-0.0") text = "0.0";
-  if (text[0] != '-') text.insert(text.begin(), '+');
-  return text;
-}
-
-std::string p_text(double p) {
-  if (std::isnan(p)) return "–";
-  if (p < 0.001) return "p < 0.001";
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "p = %.2g", p);
-  return buffer;
 }
 
 std::string paired_cell(const PairedComparison* c, double holm) {

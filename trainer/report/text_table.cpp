@@ -95,4 +95,29 @@ std::string exact(double value) {
   return std::string(buffer, result.ptr);
 }
 
+std::string percent_with_interval(const rewards::Aggregate& a) {
+  if (std::isnan(a.mean)) return "–";
+  return fixed(100 * a.mean, 1) + " [" + fixed(100 * a.ci_low, 1) + ", " +
+         fixed(100 * a.ci_high, 1) + "]";
+}
+
+std::string percent(const rewards::Aggregate& a) {
+  return std::isnan(a.mean) ? "–" : fixed(100 * a.mean, 1);
+}
+
+std::string signed_points(double value) {
+  std::string text = fixed(100 * value, 1);
+  if (text == "-0.0") text = "0.0";
+  if (text[0] != '-') text.insert(text.begin(), '+');
+  return text;
+}
+
+std::string p_text(double p) {
+  if (std::isnan(p)) return "–";
+  if (p < 0.001) return "p < 0.001";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "p = %.2g", p);
+  return buffer;
+}
+
 }  // namespace citeforge::trainer

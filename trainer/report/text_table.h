@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "rewards/aggregate.h"
+
 namespace citeforge::trainer {
 
 struct TextTable {
@@ -24,5 +26,15 @@ std::string fixed(double value, int decimals);
 // The shortest text that reads back as exactly `value`, or "" when it is NaN (an empty CSV
 // field).
 std::string exact(double value);
+
+// The cells of a run's result tables and model cards:
+// "47.0 [41.2, 52.9]", a rate as percent with its 95% interval ("–" when NaN);
+std::string percent_with_interval(const rewards::Aggregate& a);
+// "20.0", a rate as percent without an interval (the chance references);
+std::string percent(const rewards::Aggregate& a);
+// "+38.8", a difference of rates in percentage points ("0.0" for a rounded -0.0);
+std::string signed_points(double value);
+// "p = 0.012" or "p < 0.001".
+std::string p_text(double p);
 
 }  // namespace citeforge::trainer

@@ -1,13 +1,19 @@
 // citeforge export and generate --adapter on a checkpoint of a real (tiny) run: the peft export
 // and the merged model decode exactly what the checkpoint decodes, and bad input is a named
 // error.
+#include <yaml-cpp/yaml.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "common/file_io.h"
+#include "models/base_card.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_paths.h"
+#include "trainer/eval/results.h"
+#include "trainer/report/text_table.h"
 
 using citeforge::testing::run_citeforge;
 namespace fs = std::filesystem;
@@ -71,4 +77,58 @@ TEST_CASE("export peft and merged decode like the checkpoint", "[trainer][cli][e
   CHECK(bad.output.find("checksum mismatch") != std::string::npos);
   auto wrong = run_citeforge("export --checkpoint " + checkpoint + " --format gguf --out x");
   CHECK(wrong.exit_code == 1);
+}
+
+TEST_CASE("export writes a model card with the run's training and scores",
+          "[trainer][cli][export][card]") {
+  auto root = citeforge::testing::temp_dir("export_card");
+  auto run = run_citeforge("run tests/fixtures/configs/tiny.yaml --out " + (root / "run").string() +
+                           " --set pretrain.enabled=false --set sft.epochs=1");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const auto checkpoint = (root / "run/checkpoints/sft-1").string();
+  for (const std::string format : {"peft", "merged"}) {
+    INFO(format);
+    const auto out = root / format;
+    auto exported = run_citeforge("export --checkpoint " + checkpoint + " --format " + format +
+                                  " --out " + out.string());
+    INFO(exported.output);
+    REQUIRE(exported.exit_code == 0);
+    const std::string card = citeforge::read_file((out / "README.md").string());
+    INFO(card);
+    const auto meta = YAML::Load(citeforge::models::front_matter(card));
+    // The run builds its base, which names no licence: the hub's "other" form says so.
+    CHECK(meta["library_name"].as<std::string>() == (format == "peft" ? "peft" : "transformers"));
+    CHECK(meta["base_model"].as<std::string>() == "base_model");
+    CHECK(meta["license"].as<std::string>() == "other");
+    CHECK(meta["license_name"].as<std::string>() == "license of base_model");
+    CHECK(meta["tags"][0].as<std::string>() == "citeforge");
+    CHECK(meta["datasets"][0].as<std::string>().find("synthetic world") != std::string::npos);
+    CHECK(card.find("Checkpoint `sft-1`") != std::string::npos);
+    CHECK(card.find("citeforge run " + (root / "run/config.resolved.yaml").string()) !=
+          std::string::npos);
+    // Every test set's F1 row carries results.json's numbers for this checkpoint.
+    int rows = 0;
+    for (const auto& r : citeforge::trainer::read_results((root / "run/results.json").string())) {
+      if (r.checkpoint != "checkpoints/sft-1" || r.test_set.find('+') != std::string::npos)
+        continue;
+      const auto* f1 = citeforge::trainer::find_metric(r, "f1");
+      REQUIRE(f1);
+      CHECK(card.find("| " + r.test_set) != std::string::npos);
+      CHECK(card.find(citeforge::trainer::percent_with_interval(*f1)) != std::string::npos);
+      ++rows;
+    }
+    CHECK(rows >= 2);
+  }
+
+  // An adapter outside a run: a card that says it knows nothing of its training.
+  fs::copy(checkpoint, root / "loose");
+  auto loose = run_citeforge("export --checkpoint " + (root / "loose").string() +
+                             " --format peft --out " + (root / "loose_out").string() + " --model " +
+                             (root / "run/base_model").string());
+  INFO(loose.output);
+  REQUIRE(loose.exit_code == 0);
+  const std::string card = citeforge::read_file((root / "loose_out/README.md").string());
+  CHECK(card.find("not inside a citeforge run directory") != std::string::npos);
+  CHECK(card.find("## Evaluation") == std::string::npos);
 }
