@@ -335,6 +335,7 @@ void visit_run(V& v, RunConfig& c) {
     s.field("test_set", c.selection.test_set);
   });
   v.field("invalid_citations", c.invalid_citations);
+  v.section("logging", [&](auto& s) { s.field("tensorboard", c.logging.tensorboard); });
   v.section(
       "distributed", [&](auto& s) { visit_distributed(s, c.distributed); }, &c.distributed_enabled);
 }

@@ -183,6 +183,12 @@ struct SelectionSection {
 // run with more than one rank (trainer/distributed/dist_env.h); a single process ignores this
 // section. Ranks 0..learners-1 run the PPO update (rank 0 also evaluates and checkpoints); the
 // rollout ranks generate with their copy of the policy.
+// How a run reports its numbers as it goes (trainer/run/run_log.h); metrics.jsonl is always
+// written.
+struct LoggingSection {
+  bool tensorboard = true;  // RUN/tensorboard/<stage>/ event files
+};
+
 struct DistributedSection {
   Backend backend = Backend::gloo;  // gloo on CPUs, nccl on GPUs
   int learners = 0;                 // 0 = every rank learns
@@ -211,6 +217,7 @@ struct RunConfig {
   EvalSection eval;
   SelectionSection selection;
   InvalidCitations invalid_citations = InvalidCitations::penalize;
+  LoggingSection logging;
   bool distributed_enabled = false;  // the section was given
   DistributedSection distributed;
 };

@@ -23,6 +23,7 @@
 #include "trainer/eval/results.h"
 #include "trainer/run/out_of_memory.h"
 #include "trainer/run/progress.h"
+#include "trainer/run/run_log.h"
 
 namespace citeforge::trainer {
 
@@ -187,11 +188,12 @@ EvalRecord record_evaluation(RunContext& run, const TestSet& test, const std::st
   const auto uncorrected_name = uncorrected_test_set(test_set);
   const auto uncorrected =
       uncorrected_name ? archived(stage, epoch, *uncorrected_name) : std::nullopt;
-  record_result(
-      run.setup.dir.results(),
+  const auto result =
       result_of(record, paired_comparisons(record, base ? &*base : nullptr,
                                            uncorrected ? &*uncorrected : nullptr,
-                                           options.bootstrap_seed, options.bootstrap_resamples)));
+                                           options.bootstrap_seed, options.bootstrap_resamples));
+  record_result(run.setup.dir.results(), result);
+  log_evaluation(run.setup.log, result.stage, result.epoch, result.test_set, result.metrics);
   return record;
 }
 

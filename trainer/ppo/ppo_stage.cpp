@@ -21,6 +21,7 @@
 #include "trainer/run/out_of_memory.h"
 #include "trainer/run/progress.h"
 #include "trainer/run/run_checkpoint.h"
+#include "trainer/run/run_log.h"
 #include "trainer/run/train_checkpoint.h"
 
 namespace citeforge::trainer {
@@ -126,8 +127,9 @@ int64_t resume_ppo(RunContext& run, const std::string& stage, const PpoRank& me,
   if (me.lead && done > 0) {
     std::fprintf(stderr, "[%s] resuming from %s after iteration %lld\n", stage.c_str(),
                  last_dir.c_str(), (long long)done);
-    append_jsonl(run.setup.dir.metrics(),
-                 nlohmann::json{{"stage", stage}, {"event", "resume"}, {"iteration", done}}.dump());
+    log_resume(run.setup.log,
+               nlohmann::json{{"stage", stage}, {"event", "resume"}, {"iteration", done}},
+               done + 1);
     if (int k = ppo_eval_index(run.setup.config.ppo, done))
       evaluate_all(run, stage, k, RunDir::relative_checkpoint(ppo_checkpoint_name(stage, k)));
   }
@@ -263,7 +265,7 @@ void run_ppo(RunContext& run, const std::string& stage) {
       if (it % c.log_every == 0 || it == c.iterations) {
         auto record = ppo_metrics_record(stage, it, stats, rollout_s);
         if (me.group) add_communication(record, me, before, version, iteration_s, weight_bytes);
-        append_jsonl(run.setup.dir.metrics(), record.dump());
+        log_record(run.setup.log, record);
         progress->update(it, ppo_status_line(stats, rollout_s));
       }
       ppo_checkpoint_and_evaluate(run, stage, it, save);

@@ -21,6 +21,7 @@ RunContext start_run(const RunConfig& config, const std::string& run_dir, DistRu
   RunContext run;
   run.setup.config = config;
   run.setup.dir = RunDir{run_dir};
+  run.setup.log = RunLog{run_dir, config.logging.tensorboard, run_config_to_yaml(config)};
   run.setup.dist = dist;
   if (config.threads > 0) torch::set_num_threads(config.threads);
   if (config.device == Device::cuda) {

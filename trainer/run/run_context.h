@@ -22,6 +22,7 @@
 #include "trainer/config/run_config.h"
 #include "trainer/run/prompt_format.h"
 #include "trainer/run/run_dir.h"
+#include "trainer/run/run_log.h"
 
 namespace citeforge::trainer {
 
@@ -40,6 +41,7 @@ struct DistRun;  // trainer/distributed/dist_run.h
 struct RunSetup {
   RunConfig config;
   RunDir dir;
+  RunLog log;  // metrics.jsonl and TensorBoard (run_log.h)
   torch::Device device = torch::kCPU;
   torch::Dtype dtype = torch::kFloat32;
   DistRun* dist = nullptr;  // set when several processes run this config together

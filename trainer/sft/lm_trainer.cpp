@@ -67,11 +67,11 @@ ResumePoint resume_training(const LmTrainingJob& job, CheckpointContents& conten
     std::fprintf(stderr, "[%s] resuming from %s: epoch %lld, %lld micro-batches done, step %lld\n",
                  job.stage.c_str(), last_dir.c_str(), (long long)s.epoch, (long long)s.batches_done,
                  (long long)s.global_step);
-    append_jsonl(
-        job.metrics_path,
+    log_resume(
+        job.log,
         nlohmann::json{
-            {"stage", job.stage}, {"event", "resume"}, {"epoch", s.epoch}, {"step", s.global_step}}
-            .dump());
+            {"stage", job.stage}, {"event", "resume"}, {"epoch", s.epoch}, {"step", s.global_step}},
+        s.global_step + 1);
   }
   return point;
 }
@@ -133,15 +133,14 @@ double log_window(const LmTrainingJob& job, LogWindow& w, int64_t epoch, int64_t
       std::chrono::duration<double>(std::chrono::steady_clock::now() - w.start).count();
   const double mean_loss = w.loss / w.tokens;
   const double tps = w.real_tokens / std::max(seconds, 1e-9);
-  append_jsonl(job.metrics_path, nlohmann::json{{"stage", job.stage},
-                                                {"epoch", epoch},
-                                                {"step", global_step},
-                                                {"loss", mean_loss},
-                                                {"lr", lr},
-                                                {"grad_norm", grad_norm},
-                                                {"tokens_per_s", tps},
-                                                {"elapsed_s", progress.elapsed_seconds()}}
-                                     .dump());
+  log_record(job.log, nlohmann::json{{"stage", job.stage},
+                                     {"epoch", epoch},
+                                     {"step", global_step},
+                                     {"loss", mean_loss},
+                                     {"lr", lr},
+                                     {"grad_norm", grad_norm},
+                                     {"tokens_per_s", tps},
+                                     {"elapsed_s", progress.elapsed_seconds()}});
   char status[160];
   std::snprintf(status, sizeof status, "epoch %lld/%d  loss %.4f  lr %.2e  %.0f tok/s",
                 (long long)epoch, job.config.epochs, mean_loss, lr, tps);

@@ -13,6 +13,7 @@
 #include "models/llama.h"
 #include "trainer/config/run_config.h"
 #include "trainer/distributed/gradient_sum.h"
+#include "trainer/run/run_log.h"
 #include "trainer/run/train_checkpoint.h"
 #include "trainer/sft/lm_data.h"
 
@@ -39,7 +40,7 @@ struct LmTrainingJob {
   uint64_t seed = 1;
   int64_t pad_id = 0;
   std::string checkpoint_root;  // <run>/checkpoints
-  std::string metrics_path;     // <run>/metrics.jsonl
+  RunLog log;                   // <run>/metrics.jsonl and TensorBoard
   bool resume = true;
   // Called after each epoch's checkpoint is written (with the 1-based epoch), e.g. to evaluate.
   // Also called on resume for the last completed epoch, so it must skip work already done.

@@ -34,7 +34,7 @@ LmTrainingJob run_training_job(const RunContext& run, const std::string& stage,
   job.seed = run.setup.config.seed;
   job.pad_id = run.data.tokenizer->eos_id();
   job.checkpoint_root = run.setup.dir.checkpoints();
-  job.metrics_path = run.setup.dir.metrics();
+  job.log = run.setup.log;
   job.resume = run.setup.config.resume == Resume::automatic;
   return job;
 }

@@ -66,7 +66,7 @@ TEST_CASE("sft: a small Llama learns a fixed answer, its loss down 10x", "[train
   job.model = model;
   job.trainable = models::lora_parameters(model);
   job.checkpoint_root = (dir / "checkpoints").string();
-  job.metrics_path = (dir / "metrics.jsonl").string();
+  job.log.run_dir = dir.string();
   job.resume = false;
   auto result = trainer::run_lm_training(job);
   const double after = loss_per_token();
