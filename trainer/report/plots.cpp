@@ -151,6 +151,11 @@ std::string run_gnuplot(const std::string& program, const std::string& script,
 
 }  // namespace
 
+std::string epoch_plot_file(const std::string& plots_dir, const std::string& test_set,
+                            const std::string& metric) {
+  return (fs::path(plots_dir) / (test_set + "_" + metric + ".png")).string();
+}
+
 PlotReport write_plots(const std::string& run_dir, const std::vector<ResultRecord>& results,
                        const PlotOptions& options) {
   PlotReport report;
@@ -188,7 +193,7 @@ PlotReport write_plots(const std::string& run_dir, const std::vector<ResultRecor
     std::vector<std::string> images;
     for (const auto& m : metrics) {
       if (!is_plain_name(m)) fail_at(run_dir, "metric '" + m + "'", "cannot name a plot");
-      images.push_back((dir / (test_set + "_" + m + ".png")).string());
+      images.push_back(epoch_plot_file(dir.string(), test_set, m));
     }
     std::string data_path = (dir / (test_set + ".dat")).string();
     std::string script_path = (dir / (test_set + ".gp")).string();

@@ -23,6 +23,10 @@ struct PlotReport {
   std::vector<std::string> warnings;  // gnuplot missing or failing, one line each
 };
 
+// PLOTS_DIR/<test set>_<metric>.png: one metric's figure over epochs.
+std::string epoch_plot_file(const std::string& plots_dir, const std::string& test_set,
+                            const std::string& metric);
+
 // Writes RUN_DIR/plots/<test set>.dat and .gp and renders <test set>_<metric>.png.
 PlotReport write_plots(const std::string& run_dir, const std::vector<ResultRecord>& results,
                        const PlotOptions& options = {});

@@ -4,7 +4,9 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "common/file_io.h"
 #include "common/join.h"
+#include "trainer/report/run_report.h"
 #include "trainer/run/run_dir.h"
 
 namespace citeforge::trainer {
@@ -109,6 +111,24 @@ TabledRun table_run(const std::string& run_dir, const TablesOptions& options) {
       if (!gnuplot_missing || warning.find("cannot run") == std::string::npos)
         out.plots.warnings.push_back(std::move(warning));
   }
+  // The report shows the figures a reader looks at first: F1, precision, recall and source
+  // quality of the given-documents test sets, and PPO's curves.
+  std::vector<std::string> figures;
+  for (const auto& t : test_sets_of(results, out.summary.roles.in_distribution))
+    for (const char* metric : {"f1", "precision", "recall", "source_quality"})
+      if (const auto file = epoch_plot_file(dest.plots(), t, metric);
+          !uncorrected_test_set(t) &&
+          std::count(out.plots.images.begin(), out.plots.images.end(), file))
+        figures.push_back(file);
+  for (const auto& image : out.plots.images)
+    if (fs::path(image).filename().string().rfind("ppo_", 0) == 0) figures.push_back(image);
+  const RunDir source{run_dir};
+  const std::string report = dest.path("report.html");
+  write_file_atomically(
+      report,
+      run_report_html({out.summary.name, tables_markdown({out.summary}),
+                       file_exists(source.config()) ? read_file(source.config()) : "", figures}));
+  out.files.push_back(report);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The `tables` stage of a run (docs/design.md §5), from its evaluation archives alone: rebuilds
 // results.json from eval/*/*.h5, selects a checkpoint per setting into selection.json, and
-// writes tables/ and plots/ (into the run directory, or into TablesOptions::out_dir). `citeforge
+// writes tables/, plots/ and report.html (into the run directory, or into
+// TablesOptions::out_dir). `citeforge
 // tables` and the pipeline's last stage both call it.
 #pragma once
 
@@ -36,7 +37,7 @@ struct TablesOptions {
 struct TabledRun {
   RunSummary summary;
   SelectionOptions selection;
-  std::vector<std::string> files;  // results.json, selection.json and tables/*
+  std::vector<std::string> files;  // results.json, selection.json, tables/* and report.html
   PlotReport plots;
 };
 
