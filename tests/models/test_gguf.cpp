@@ -13,6 +13,7 @@
 #include "models/base_card.h"
 #include "models/checkpoint_io.h"
 #include "models/gguf.h"
+#include "models/gguf_export.h"
 #include "models/gguf_import.h"
 #include "models/tokenizer.h"
 #include "tests/models/byte_level_tokens.h"
@@ -350,4 +351,43 @@ TEST_CASE("an import killed midway leaves a folder the next import removes",
   models::import_gguf(path, (root / "model").string());
   CHECK_FALSE(fs::exists(abandoned));
   CHECK(fs::exists(root / "model" / "model.safetensors"));
+}
+
+TEST_CASE("a model exports to a GGUF that reads back as the file it was imported from",
+          "[models][gguf][export]") {
+  TinyGguf tiny;
+  const auto original = write_temp("gguf_export_src", tiny.b.bytes());
+  const auto root = testing::temp_dir("gguf_export");
+  const auto imported = (root / "model").string();
+  models::import_gguf(original, imported);
+  auto model = models::load_model(imported);
+  const auto source = models::read_gguf(original);
+  for (const auto type :
+       {models::GgufExportType::f16, models::GgufExportType::bf16, models::GgufExportType::q8_0}) {
+    const auto exported = (root / ("out" + std::to_string(int(type)) + ".gguf")).string();
+    models::export_gguf(model, imported, exported, type);
+    const auto file = models::read_gguf(exported);
+    CHECK(file.at("general.name").string("") == "Tiny Llama");
+    CHECK(file.at("tokenizer.ggml.pre").string("") == "smollm");
+    // Every tensor in llama.cpp's name and row order, within the type's rounding; norms in F32.
+    REQUIRE(file.tensors.size() == source.tensors.size());
+    for (const auto& t : source.tensors) {
+      INFO(t.name);
+      const auto* out = file.find(t.name);
+      REQUIRE(out);
+      const auto want = models::dequantize(source, t), got = models::dequantize(file, *out);
+      REQUIRE(got.sizes() == want.sizes());
+      if (t.dims.size() == 1) CHECK(out->type == uint32_t(models::GgmlType::kF32));
+      const double tolerance = type == models::GgufExportType::f16 ? 2e-3 : 2e-2;
+      CHECK((got - want).abs().max().item<double>() <= tolerance * want.abs().max().item<double>());
+    }
+    // The exported vocabulary is the imported one (the tiny vocab fills the embedding rows).
+    const auto a = models::gguf_vocabulary(source), b = models::gguf_vocabulary(file);
+    CHECK(a.tokens == b.tokens);
+    CHECK(a.merges == b.merges);
+    CHECK(a.bos_id == b.bos_id);
+    CHECK(a.eos_id == b.eos_id);
+    CHECK(a.added.size() == b.added.size());
+  }
+  CHECK_THROWS_WITH(models::gguf_export_type("q4_k"), Contains("f16, bf16 or q8_0"));
 }

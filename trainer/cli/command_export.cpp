@@ -4,12 +4,15 @@
 //   merged: the base model with the adapter folded into its weights, a plain HF checkpoint
 //           (config.json, model.safetensors, and the base's tokenizer.model when it has one).
 // Both get a README.md, the model card (trainer/report/model_card.h).
+//   gguf:   the merged model as one GGUF file for llama.cpp and Ollama (--out FILE.gguf,
+//           --gguf-type f16|bf16|q8_0).
 #include <cstdio>
 #include <filesystem>
 
 #include "common/error.h"
 #include "common/file_io.h"
 #include "models/checkpoint_io.h"
+#include "models/gguf_export.h"
 #include "models/peft_adapter.h"
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/commands.h"
@@ -27,10 +30,11 @@ const CliCommand& export_cli() {
       "",
       "",
       {{"checkpoint", "DIR", "a checkpoint directory of a run (required)"},
-       {"format", "peft|merged",
-        "the adapter alone, or the base with the adapter folded in "
+       {"format", "peft|merged|gguf",
+        "the adapter alone, the base with the adapter folded in, or that as one GGUF file "
         "(required)"},
-       {"out", "DIR", "the directory to write (required)"},
+       {"out", "DIR|FILE.gguf", "the directory (or, for gguf, the file) to write (required)"},
+       {"gguf-type", "f16|bf16|q8_0", "the GGUF's weight type", "f16"},
        {"model", "BASE_DIR",
         "the base model (default: the adapter config's base_model_name_or_path)"}}};
   return command;
@@ -42,8 +46,9 @@ int command_export(const Args& raw) {
   const std::string checkpoint = verified_adapter_dir(args.require("checkpoint"));
   const std::string format = args.require("format");
   const fs::path out = args.require("out");
-  if (format != "peft" && format != "merged")
-    throw Error("export: --format must be peft or merged");
+  if (format != "peft" && format != "merged" && format != "gguf")
+    throw Error("export: --format must be peft, merged or gguf");
+  const auto gguf_type = models::gguf_export_type(args.get_or("gguf-type", "f16"));
 
   const std::string base = args.get_or("model", adapter_base_model(checkpoint));
   if (base.empty() || !fs::is_directory(base))
@@ -52,6 +57,13 @@ int command_export(const Args& raw) {
 
   auto model = models::load_model(base);
   auto adapter = models::load_peft_adapter(model, checkpoint);
+  if (format == "gguf") {
+    models::merge_adapters(model);
+    models::export_gguf(model, base, out.string(), gguf_type);
+    std::fprintf(stderr, "[export] gguf (%s) of %s -> %s\n",
+                 args.get_or("gguf-type", "f16").c_str(), checkpoint.c_str(), out.c_str());
+    return 0;
+  }
   if (format == "peft") {
     models::save_peft_adapter(model, adapter.config, fs::absolute(base).string(), out.string());
   } else {

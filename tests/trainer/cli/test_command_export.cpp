@@ -75,7 +75,7 @@ TEST_CASE("export peft and merged decode like the checkpoint", "[trainer][cli][e
   CHECK(bad.exit_code == 1);
   CHECK(bad.output.find("adapter_model.safetensors") != std::string::npos);
   CHECK(bad.output.find("checksum mismatch") != std::string::npos);
-  auto wrong = run_citeforge("export --checkpoint " + checkpoint + " --format gguf --out x");
+  auto wrong = run_citeforge("export --checkpoint " + checkpoint + " --format onnx --out x");
   CHECK(wrong.exit_code == 1);
 }
 
@@ -120,6 +120,13 @@ TEST_CASE("export writes a model card with the run's training and scores",
     }
     CHECK(rows >= 2);
   }
+
+  // The built base's SentencePiece tokenizer has no GGUF form here yet: one line, no file.
+  auto gguf = run_citeforge("export --checkpoint " + checkpoint + " --format gguf --out " +
+                            (root / "m.gguf").string());
+  CHECK(gguf.exit_code == 1);
+  CHECK(gguf.output.find("SentencePiece is not exported yet") != std::string::npos);
+  CHECK_FALSE(fs::exists(root / "m.gguf"));
 
   // An adapter outside a run: a card that says it knows nothing of its training.
   fs::copy(checkpoint, root / "loose");
