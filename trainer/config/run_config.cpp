@@ -336,6 +336,7 @@ void visit_run(V& v, RunConfig& c) {
   });
   v.field("invalid_citations", c.invalid_citations);
   v.section("logging", [&](auto& s) { s.field("tensorboard", c.logging.tensorboard); });
+  v.field("checkpoint_keep_last", c.checkpoint_keep_last);
   v.section(
       "distributed", [&](auto& s) { visit_distributed(s, c.distributed); }, &c.distributed_enabled);
 }

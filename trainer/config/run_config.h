@@ -218,6 +218,9 @@ struct RunConfig {
   SelectionSection selection;
   InvalidCitations invalid_citations = InvalidCitations::penalize;
   LoggingSection logging;
+  // After each evaluation, keep a stage's best checkpoint so far and its last K numbered ones
+  // (0 keeps all; trainer/eval/checkpoint_retention.h). 3 bounds a long 7B run's disk.
+  int checkpoint_keep_last = 3;
   bool distributed_enabled = false;  // the section was given
   DistributedSection distributed;
 };

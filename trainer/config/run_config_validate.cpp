@@ -51,6 +51,7 @@ void validate_top(const RunConfig& c) {
   const std::string& f = c.file;
   require(!c.name.empty(), f, "name", "must not be empty");
   require(c.threads >= 0, f, "threads", "must be >= 0");
+  require(c.checkpoint_keep_last >= 0, f, "checkpoint_keep_last", "must be >= 0 (0 keeps all)");
   std::set<std::string> seen;
   for (const auto& s : c.settings) {
     require(one_of(s, {"sft", "ppo", "sft+ppo"}), f, "settings",

@@ -17,6 +17,7 @@
 #include "models/generate.h"
 #include "models/lora.h"
 #include "retrieval/scenarios.h"
+#include "trainer/eval/checkpoint_retention.h"
 #include "trainer/eval/eval_archive.h"
 #include "trainer/eval/eval_record.h"
 #include "trainer/eval/partial_answers.h"
@@ -348,6 +349,16 @@ void evaluate_all(RunContext& run, const std::string& stage, int epoch,
     evaluate_corrections(run, test, stage, epoch, checkpoint, answers.answers, answers.prompts);
     evaluate_baselines(run, test, stage, epoch, checkpoint, answers.answers, answers.prompts);
   }
+  const RunConfig& c = run.setup.config;
+  if (stage == "base") return;
+  const auto removed = prune_checkpoints(run.setup.dir, stage, c.checkpoint_keep_last,
+                                         {c.selection.metric, c.selection.test_set});
+  for (const auto& name : removed)
+    std::fprintf(stderr,
+                 "[checkpoints] removed %s (checkpoint_keep_last %d: %s's best so far by %s and "
+                 "its last %d are kept)\n",
+                 name.c_str(), c.checkpoint_keep_last, stage.c_str(), c.selection.metric.c_str(),
+                 c.checkpoint_keep_last);
 }
 
 }  // namespace citeforge::trainer

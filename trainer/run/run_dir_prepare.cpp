@@ -20,8 +20,8 @@ namespace {
 // eval.attributability_threshold adds a metric to the evaluations still to come, and threads only
 // change speed. Gradient checkpointing trades speed for memory with the same gradients (up to
 // rounding, as threads), so a run killed for memory can resume with it on. How the run reports
-// (logging) changes no number. The retrieval depth and the judge's threshold count once both
-// sides have them.
+// (logging) and how many checkpoints it keeps change no number. The retrieval depth and the judge's
+// threshold count once both sides have them.
 std::vector<std::string> config_differences(const std::string& before, const std::string& now) {
   YAML::Node a = YAML::Load(before), b = YAML::Load(now);
   auto both = [&](const char* key) {
@@ -32,6 +32,7 @@ std::vector<std::string> config_differences(const std::string& before, const std
   for (YAML::Node* n : {&a, &b}) {
     n->remove("threads");
     n->remove("logging");
+    n->remove("checkpoint_keep_last");
     for (const char* stage : {"pretrain", "sft", "ppo"})
       if ((*n)[stage]) (*n)[stage].remove("gradient_checkpointing");
     if (!(*n)["eval"]) continue;
