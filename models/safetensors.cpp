@@ -5,10 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <vector>
 
 #include "common/error.h"
 #include "common/file_io.h"
@@ -102,6 +106,7 @@ void add_file(SafetensorsCheckpoint& out, const std::string& path) {
   }
   if (!header.is_object()) fail_at(path, "header", "expected a JSON object");
   const size_t data_size = file->size - file->data_offset;
+  std::vector<std::tuple<size_t, size_t, std::string>> ranges;  // this file's, for the layout check
   for (auto& [name, info] : header.items()) {
     if (name == "__metadata__") {
       if (out.metadata.empty() && info.is_object())
@@ -132,6 +137,8 @@ void add_file(SafetensorsCheckpoint& out, const std::string& path) {
     size_t numel = 1;
     for (int64_t d : entry.shape) {
       if (d < 0) fail_at(path, where, "negative dimension in shape");
+      if (d != 0 && numel > std::numeric_limits<size_t>::max() / dtype->bytes / size_t(d))
+        fail_at(path, where, "shape's size overflows");
       numel *= static_cast<size_t>(d);
     }
     if (entry.end < entry.begin || entry.end - entry.begin != numel * dtype->bytes)
@@ -143,8 +150,27 @@ void add_file(SafetensorsCheckpoint& out, const std::string& path) {
       fail_at(path, where,
               "data ends at byte " + std::to_string(entry.end) + " but the data section has " +
                   std::to_string(data_size) + " bytes (truncated file)");
+    ranges.emplace_back(entry.begin, entry.end, name);
     out.tensors.emplace(name, std::move(entry));
   }
+  // The format's rule (and the reference reader's): the tensors tile the data section, with
+  // neither overlaps, which would let one tensor's bytes pass for another's, nor gaps.
+  std::sort(ranges.begin(), ranges.end());
+  size_t next = 0;
+  for (const auto& [begin, end, name] : ranges) {
+    if (begin < next)
+      fail_at(path, "tensor '" + name + "'",
+              "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                  ") overlap another tensor's bytes");
+    if (begin > next)
+      fail_at(path, "tensor '" + name + "'",
+              "data_offsets start at byte " + std::to_string(begin) + ", leaving bytes " +
+                  std::to_string(next) + "-" + std::to_string(begin) + " unused (a gap)");
+    next = end;
+  }
+  if (next != data_size)
+    fail_at(path, "data section",
+            std::to_string(data_size - next) + " bytes after the last tensor belong to none");
 }
 
 void open_index(SafetensorsCheckpoint& out, const std::string& index_path) {

@@ -33,6 +33,16 @@ void patch_header_length(const std::string& path, uint64_t len) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
+// A safetensors file with this JSON header and `data` bytes after it.
+std::string write_raw(const fs::path& dir, const std::string& header, size_t data) {
+  const auto path = (dir / "raw.safetensors").string();
+  std::string bytes(8, '\0');
+  const uint64_t length = header.size();
+  std::memcpy(bytes.data(), &length, 8);
+  std::ofstream(path, std::ios::binary) << bytes << header << std::string(data, '\0');
+  return path;
+}
+
 }  // namespace
 
 TEST_CASE("safetensors round-trips F32, BF16 and I64 tensors", "[models][safetensors]") {
@@ -189,4 +199,25 @@ TEST_CASE("save_model writes an HF directory that loads back identically",
   auto again = models::load_model(dir.string());
   auto ids = torch::tensor({{1, 100, 200, 300}}, torch::kInt64);
   CHECK(torch::equal(model->forward(ids), again->forward(ids)));
+}
+
+TEST_CASE("safetensors tensors must tile the data section: no overlap, gap or size overflow",
+          "[models][safetensors][errors]") {
+  const auto dir = testing::temp_dir("st_layout");
+  const std::string a = R"("a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]})";
+  CHECK_NOTHROW(models::open_safetensors(write_raw(dir, "{" + a + "}", 8)));
+  auto overlap = write_raw(
+      dir, "{" + a + R"(, "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8);
+  CHECK_THROWS_WITH(models::open_safetensors(overlap),
+                    Contains(overlap) && Contains("tensor 'b'") && Contains("overlap"));
+  auto gap = write_raw(
+      dir, "{" + a + R"(, "b": {"dtype": "F32", "shape": [1], "data_offsets": [12, 16]}})", 16);
+  CHECK_THROWS_WITH(models::open_safetensors(gap), Contains("tensor 'b'") && Contains("gap"));
+  auto trailing = write_raw(dir, "{" + a + "}", 12);
+  CHECK_THROWS_WITH(models::open_safetensors(trailing), Contains("4 bytes after the last tensor"));
+  auto overflow = write_raw(
+      dir, R"({"a": {"dtype": "F32", "shape": [4611686018427387904, 8], "data_offsets": [0, 0]}})",
+      0);
+  CHECK_THROWS_WITH(models::open_safetensors(overflow),
+                    Contains("tensor 'a'") && Contains("overflows"));
 }
