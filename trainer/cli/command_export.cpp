@@ -48,7 +48,7 @@ int command_export(const Args& raw) {
   const fs::path out = args.require("out");
   if (format != "peft" && format != "merged" && format != "gguf")
     throw Error("export: --format must be peft, merged or gguf");
-  const auto gguf_type = models::gguf_export_type(args.get_or("gguf-type", "f16"));
+  const auto gguf_type = models::gguf_export_type(args.require("gguf-type"));
 
   const std::string base = args.get_or("model", adapter_base_model(checkpoint));
   if (base.empty() || !fs::is_directory(base))
@@ -60,8 +60,8 @@ int command_export(const Args& raw) {
   if (format == "gguf") {
     models::merge_adapters(model);
     models::export_gguf(model, base, out.string(), gguf_type);
-    std::fprintf(stderr, "[export] gguf (%s) of %s -> %s\n",
-                 args.get_or("gguf-type", "f16").c_str(), checkpoint.c_str(), out.c_str());
+    std::fprintf(stderr, "[export] gguf (%s) of %s -> %s\n", args.require("gguf-type").c_str(),
+                 checkpoint.c_str(), out.c_str());
     return 0;
   }
   if (format == "peft") {

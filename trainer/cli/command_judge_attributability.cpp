@@ -24,6 +24,7 @@
 #include "trainer/cli/cli_model.h"
 #include "trainer/cli/commands.h"
 #include "trainer/eval/eval_record.h"
+#include "trainer/eval/paired.h"
 #include "trainer/run/progress.h"
 
 namespace citeforge::trainer {
@@ -162,15 +163,22 @@ int command_judge_attributability(const Args& args) {
              chance_aggregate = rewards::aggregate(judged.chance);
   summary["attributability"] = aggregate_json(score_aggregate);
   summary["chance_attributability"] = aggregate_json(chance_aggregate);
+  // The same sentences against their chance sources, answer by answer: what says whether the
+  // judge's score is above chance (the intervals above overlap more often than this test fails).
+  const PairedComparison vs_chance{"chance", "attributability",
+                                   rewards::paired_test(judged.scores, judged.chance)};
+  summary["paired"] = paired_to_json({vs_chance});
   summary["sentences"] = judged.sentences;
   summary["entailed"] = judged.entailed;
   summary["unformatted"] = judged.unformatted;
   summary["unread"] = judged.unread;
   std::printf(
-      "attributability %.3f (chance %.3f) over %zu answers with a citation (%d without one); "
+      "attributability %.3f (chance %.3f; paired difference %+.3f [%+.3f, %+.3f], p = %.3g) over "
+      "%zu answers with a citation (%d without one); "
       "%d of %d sentences entailed, %d without a well-formed citation, %d too long to judge; "
       "threshold %.3f\n",
-      score_aggregate.mean, chance_aggregate.mean, judged.scores.size(), judged.without_citation,
+      score_aggregate.mean, chance_aggregate.mean, vs_chance.test.difference, vs_chance.test.ci_low,
+      vs_chance.test.ci_high, vs_chance.test.p_value, judged.scores.size(), judged.without_citation,
       judged.entailed, judged.sentences, judged.unformatted, judged.unread, threshold);
   if (auto out = cli.get("out")) {
     std::filesystem::create_directories(*out);

@@ -16,6 +16,7 @@ const std::vector<CliSubcommand>& citeforge_commands() {
       {"launch", &launch_cli(), command_launch},
       {"generate", &generate_cli(), command_generate},
       {"score", &score_cli(), command_score},
+      {"paired", &paired_cli(), command_paired},
       {"fix-citations", &fix_citations_cli(), command_fix_citations},
       {"evaluate-retriever", &evaluate_retriever_cli(), command_evaluate_retriever},
       {"judge-attributability", &judge_attributability_cli(), command_judge_attributability},

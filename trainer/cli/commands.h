@@ -24,6 +24,7 @@ int command_tables(const Args& args);
 int command_launch(const Args& args);
 int command_import(const Args& args);
 int command_tokenize(const Args& args);
+int command_paired(const Args& args);
 
 const CliCommand& generate_cli();
 const CliCommand& score_cli();
@@ -36,6 +37,7 @@ const CliCommand& tables_cli();
 const CliCommand& launch_cli();
 const CliCommand& import_cli();
 const CliCommand& tokenize_cli();
+const CliCommand& paired_cli();
 
 // Every command, in the order `citeforge --help` lists them.
 const std::vector<CliSubcommand>& citeforge_commands();

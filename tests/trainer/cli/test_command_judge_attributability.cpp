@@ -47,6 +47,18 @@ TEST_CASE("judge-attributability scores GPT-4's answers with SmolLM2 as judge, c
   CHECK(score <= 1.0);
   CHECK(summary["sentences"].get<int>() >= summary["entailed"].get<int>());
   CHECK(file_exists((dir / "out/attributability.jsonl").string()));
+  // The paired test against the chance sources, and `citeforge paired` on the per-answer file
+  // computes the same one.
+  const auto& paired = summary["paired"]["chance"]["attributability"];
+  CHECK(paired["count"] == summary["attributability"]["count"]);
+  const std::string per_answer = (dir / "out/attributability.jsonl").string();
+  auto again =
+      testing::run_citeforge("paired " + per_answer + ":attributability " + per_answer + ":chance");
+  REQUIRE(again.exit_code == 0);
+  const auto recomputed = nlohmann::json::parse(again.output.substr(
+      again.output.find('{'), again.output.rfind('}') - again.output.find('{') + 1));
+  CHECK(recomputed["difference"] == paired["difference"]);
+  CHECK(recomputed["p"] == paired["p"]);
 
   // A fixed threshold needs no labelled data; both, or neither, is refused.
   auto fixed = testing::run_citeforge("judge-attributability --data " + data +
