@@ -162,8 +162,11 @@ PlotReport write_plots(const std::string& run_dir, const std::vector<ResultRecor
   fs::path dir = RunDir{run_dir}.plots();
   fs::create_directories(dir);
   std::vector<std::string> test_sets;
+  // A citation baseline's set holds the base's answers re-cited, one point with nothing to plot
+  // against epochs: it is a row of its test set's Table 2 instead.
   for (const auto& r : results)
-    if (std::find(test_sets.begin(), test_sets.end(), r.test_set) == test_sets.end())
+    if (!is_baseline_test_set(r.test_set) &&
+        std::find(test_sets.begin(), test_sets.end(), r.test_set) == test_sets.end())
       test_sets.push_back(r.test_set);
   std::sort(test_sets.begin(), test_sets.end());
 

@@ -27,7 +27,8 @@ struct PlotReport {
 std::string epoch_plot_file(const std::string& plots_dir, const std::string& test_set,
                             const std::string& metric);
 
-// Writes RUN_DIR/plots/<test set>.dat and .gp and renders <test set>_<metric>.png.
+// Writes RUN_DIR/plots/<test set>.dat and .gp and renders <test set>_<metric>.png, for every test
+// set but the citation baselines' (one point each, the base's).
 PlotReport write_plots(const std::string& run_dir, const std::vector<ResultRecord>& results,
                        const PlotOptions& options = {});
 
