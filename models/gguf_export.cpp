@@ -14,6 +14,7 @@
 #include "models/bpe_tokenizer.h"
 #include "models/checkpoint_io.h"
 #include "models/gguf.h"
+#include "models/gguf_import.h"
 #include "models/tokenizer.h"
 
 namespace citeforge::models {
@@ -66,41 +67,6 @@ struct Metadata {
     for (int32_t x : v) put(bytes, x);
   }
 };
-
-// The llama.cpp name of an HF tensor name, or "" for none.
-std::string gguf_name(const std::string& hf) {
-  static const std::vector<std::pair<std::string, std::string>> top = {
-      {"model.embed_tokens.weight", "token_embd.weight"},
-      {"model.norm.weight", "output_norm.weight"},
-      {"lm_head.weight", "output.weight"}};
-  for (const auto& [h, g] : top)
-    if (hf == h) return g;
-  static const std::vector<std::pair<std::string, std::string>> block = {
-      {"input_layernorm.weight", "attn_norm.weight"},
-      {"post_attention_layernorm.weight", "ffn_norm.weight"},
-      {"self_attn.q_proj.weight", "attn_q.weight"},
-      {"self_attn.k_proj.weight", "attn_k.weight"},
-      {"self_attn.v_proj.weight", "attn_v.weight"},
-      {"self_attn.o_proj.weight", "attn_output.weight"},
-      {"mlp.gate_proj.weight", "ffn_gate.weight"},
-      {"mlp.up_proj.weight", "ffn_up.weight"},
-      {"mlp.down_proj.weight", "ffn_down.weight"}};
-  const std::string prefix = "model.layers.";
-  if (hf.rfind(prefix, 0) != 0) return "";
-  const auto dot = hf.find('.', prefix.size());
-  const std::string layer = hf.substr(prefix.size(), dot - prefix.size());
-  const std::string rest = hf.substr(dot + 1);
-  for (const auto& [h, g] : block)
-    if (rest == h) return "blk." + layer + "." + g;
-  return "";
-}
-
-// HF's rotary layout (each head's first half, then its second) to llama.cpp's interleaved
-// pairs: the inverse of the importer's unpermute_rows.
-torch::Tensor permute_rows(const torch::Tensor& w, int64_t heads) {
-  const int64_t rows = w.size(0), cols = w.size(1);
-  return w.reshape({heads, 2, rows / heads / 2, cols}).transpose(1, 2).reshape({rows, cols});
-}
 
 // ggml's Q8_0: blocks of 32 values, an f16 scale max|x| / 127 and 32 signed bytes.
 std::string q8_0_bytes(const torch::Tensor& w) {
@@ -254,12 +220,12 @@ void export_gguf(LlamaForCausalLM& model, const std::string& model_dir, const st
   std::vector<TensorOut> tensors;
   torch::NoGradGuard no_grad;
   for (const auto& [hf, t] : dense_weights(model, torch::kFloat32)) {
-    const std::string name = gguf_name(hf);
+    const std::string name = gguf_tensor_name(hf);
     if (name.empty()) fail_at(out_file, "tensor '" + hf + "'", "has no llama.cpp name");
     if (name == "output.weight" && c.tie_word_embeddings) continue;
     auto w = t.to(torch::kFloat32);
-    if (hf.ends_with("q_proj.weight")) w = permute_rows(w, c.num_heads);
-    if (hf.ends_with("k_proj.weight")) w = permute_rows(w, c.num_kv_heads);
+    if (hf.ends_with("q_proj.weight")) w = llama_cpp_rows(w, c.num_heads);
+    if (hf.ends_with("k_proj.weight")) w = llama_cpp_rows(w, c.num_kv_heads);
     tensors.push_back(encode(name, w, type));
   }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/error.h"
 #include "common/file_io.h"
@@ -31,16 +32,18 @@ int64_t positive_key(const GgufFile& file, const std::string& key) {
   return v;
 }
 
-// HF name of a GGUF tensor name, "" for names outside the Llama layout.
-std::string hf_name(const std::string& name) {
-  static const std::vector<std::pair<std::string, std::string>> globals = {
+// llama.cpp's tensor names beside HF's: the model's own, and those of each block (blk.N. and
+// model.layers.N.). Import and export both read them.
+const std::vector<std::pair<std::string, std::string>>& global_names() {
+  static const std::vector<std::pair<std::string, std::string>> names = {
       {"token_embd.weight", "model.embed_tokens.weight"},
       {"output_norm.weight", "model.norm.weight"},
       {"output.weight", "lm_head.weight"},
   };
-  for (const auto& [g, h] : globals)
-    if (name == g) return h;
-  static const std::vector<std::pair<std::string, std::string>> blocks = {
+  return names;
+}
+const std::vector<std::pair<std::string, std::string>>& block_names() {
+  static const std::vector<std::pair<std::string, std::string>> names = {
       {"attn_norm.weight", "input_layernorm.weight"},
       {"ffn_norm.weight", "post_attention_layernorm.weight"},
       {"attn_q.weight", "self_attn.q_proj.weight"},
@@ -51,13 +54,28 @@ std::string hf_name(const std::string& name) {
       {"ffn_up.weight", "mlp.up_proj.weight"},
       {"ffn_down.weight", "mlp.down_proj.weight"},
   };
-  if (name.rfind("blk.", 0) != 0) return "";
-  size_t dot = name.find('.', 4);
-  if (dot == std::string::npos) return "";
-  const std::string layer = name.substr(4, dot - 4), rest = name.substr(dot + 1);
-  if (layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos) return "";
-  for (const auto& [g, h] : blocks)
-    if (rest == g) return "model.layers." + layer + "." + h;
+  return names;
+}
+
+// The block number and the rest of `name` after `prefix` + "N.", or nullopt.
+std::optional<std::pair<std::string, std::string>> block_part(const std::string& name,
+                                                              const std::string& prefix) {
+  if (name.rfind(prefix, 0) != 0) return std::nullopt;
+  const size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos) return std::nullopt;
+  std::string layer = name.substr(prefix.size(), dot - prefix.size());
+  if (layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::make_pair(std::move(layer), name.substr(dot + 1));
+}
+
+// HF name of a GGUF tensor name, "" for names outside the Llama layout.
+std::string hf_name(const std::string& name) {
+  for (const auto& [g, h] : global_names())
+    if (name == g) return h;
+  if (const auto part = block_part(name, "blk."))
+    for (const auto& [g, h] : block_names())
+      if (part->second == g) return "model.layers." + part->first + "." + h;
   return "";
 }
 
@@ -72,6 +90,21 @@ torch::Tensor unpermute_rows(const torch::Tensor& w, int64_t heads) {
 }
 
 }  // namespace
+
+std::string gguf_tensor_name(const std::string& hf) {
+  for (const auto& [g, h] : global_names())
+    if (hf == h) return g;
+  if (const auto part = block_part(hf, "model.layers."))
+    for (const auto& [g, h] : block_names())
+      if (part->second == h) return "blk." + part->first + "." + g;
+  return "";
+}
+
+// The inverse of unpermute_rows: [heads, 2, half] with the last two axes swapped.
+torch::Tensor llama_cpp_rows(const torch::Tensor& w, int64_t heads) {
+  const int64_t rows = w.size(0), cols = w.size(1);
+  return w.reshape({heads, 2, rows / heads / 2, cols}).transpose(1, 2).reshape({rows, cols});
+}
 
 ModelConfig gguf_model_config(const GgufFile& file) {
   const std::string arch = file.at("general.architecture").string("general.architecture");

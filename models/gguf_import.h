@@ -24,6 +24,12 @@ ModelConfig gguf_model_config(const GgufFile& file);
 std::vector<std::pair<std::string, torch::Tensor>> gguf_hf_weights(const GgufFile& file,
                                                                    const ModelConfig& config);
 
+// The other direction, for export (gguf_export.h): an HF tensor name's llama.cpp name ("" for
+// one outside the Llama layout), from the same name table as the import; and q_proj / k_proj
+// rows put from HF's order into llama.cpp's interleaved one, the inverse of the import's.
+std::string gguf_tensor_name(const std::string& hf_name);
+torch::Tensor llama_cpp_rows(const torch::Tensor& w, int64_t heads);
+
 // The tokenizer from `tokenizer.ggml.*` metadata (model "gpt2": byte-level BPE).
 BpeVocabulary gguf_vocabulary(const GgufFile& file);
 
