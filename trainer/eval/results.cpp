@@ -158,6 +158,12 @@ const rewards::Aggregate* find_metric(const ResultRecord& record, const std::str
   return find_aggregate(record.metrics, name);
 }
 
+rewards::Aggregate metric_of(const ResultRecord* record, const std::string& name) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const rewards::Aggregate* a = record ? find_metric(*record, name) : nullptr;
+  return a ? *a : rewards::Aggregate{nan, 0, nan, nan};
+}
+
 std::vector<ResultRecord> read_results(const std::string& path) {
   json root;
   try {

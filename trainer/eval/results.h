@@ -31,6 +31,9 @@ const ResultRecord* find_result(const std::vector<ResultRecord>& results, const 
 
 // The aggregate of metric `name`, or nullptr.
 const rewards::Aggregate* find_metric(const ResultRecord& record, const std::string& name);
+// The aggregate of metric `name` of `record` (which may be null), or one of count 0 with NaN
+// everywhere, which a table shows as "–".
+rewards::Aggregate metric_of(const ResultRecord* record, const std::string& name);
 
 // RUN_DIR/results.json
 

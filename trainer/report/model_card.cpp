@@ -2,12 +2,14 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 
 #include "common/file_io.h"
 #include "trainer/eval/paired.h"
 #include "trainer/eval/selection.h"
+#include "trainer/report/tables.h"
 #include "trainer/report/text_table.h"
 
 namespace citeforge::trainer {
@@ -115,17 +117,10 @@ void write_training_section(std::ostringstream& out, const ModelCardFacts& f) {
       << "```\n\n</details>\n\n";
 }
 
-std::string paired_cell(const ResultRecord& r, const std::string& metric) {
+// The paired comparison with chance, with its own p-value (a card's rows are not one family).
+std::string chance_cell(const ResultRecord& r, const std::string& metric) {
   const auto* c = find_comparison(r.paired, "chance", metric);
-  if (!c || std::isnan(c->test.difference)) return "–";
-  return signed_points(c->test.difference) + " [" + signed_points(c->test.ci_low) + ", " +
-         signed_points(c->test.ci_high) + "], " + p_text(c->test.p_value);
-}
-
-rewards::Aggregate metric_or_nan(const ResultRecord* r, const std::string& name) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  const rewards::Aggregate* a = r ? find_metric(*r, name) : nullptr;
-  return a ? *a : rewards::Aggregate{nan, 0, nan, nan};
+  return paired_cell(c, c ? c->test.p_value : std::nan(""));
 }
 
 void write_evaluation_section(std::ostringstream& out, const ModelCardFacts& f) {
@@ -151,14 +146,13 @@ void write_evaluation_section(std::ostringstream& out, const ModelCardFacts& f) 
     const ResultRecord* base = nullptr;
     for (const auto& b : f.base_results)
       if (b.test_set == r.test_set) base = &b;
-    const auto f1 = metric_or_nan(&r, "f1");
-    t.rows.push_back({r.test_set, percent_with_interval(f1),
-                      percent(metric_or_nan(&r, "chance_f1")), paired_cell(r, "f1"),
-                      percent(metric_or_nan(base, "f1")),
-                      percent_with_interval(metric_or_nan(&r, "precision")),
-                      percent(metric_or_nan(&r, "chance_precision")),
-                      percent_with_interval(metric_or_nan(&r, "recall")),
-                      percent(metric_or_nan(&r, "chance_recall")), std::to_string(f1.count)});
+    const auto f1 = metric_of(&r, "f1");
+    t.rows.push_back({r.test_set, percent_with_interval(f1), percent(metric_of(&r, "chance_f1")),
+                      chance_cell(r, "f1"), percent(metric_of(base, "f1")),
+                      percent_with_interval(metric_of(&r, "precision")),
+                      percent(metric_of(&r, "chance_precision")),
+                      percent_with_interval(metric_of(&r, "recall")),
+                      percent(metric_of(&r, "chance_recall")), std::to_string(f1.count)});
   }
   out << to_markdown(t) << "\n";
   out << "Citation F1, precision and recall (RAGE's) in percent with 95% bootstrap intervals over "

@@ -23,13 +23,6 @@ namespace fs = std::filesystem;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-rewards::Aggregate metric_of(const ResultRecord* record, const std::string& name) {
-  rewards::Aggregate missing{kNaN, 0, kNaN, kNaN};
-  if (!record) return missing;
-  const rewards::Aggregate* a = find_metric(*record, name);
-  return a ? *a : missing;
-}
-
 std::string count_cell(const ResultRecord* record) {
   if (!record || record->metrics.empty()) return "–";
   return std::to_string(record->metrics.front().second.count);
@@ -165,13 +158,13 @@ PairedCells table2_paired(const std::vector<Table2Row>& rows) {
   return cells;
 }
 
-std::string paired_cell(const PairedComparison* c, double holm) {
+}  // namespace
+
+std::string paired_cell(const PairedComparison* c, double p) {
   if (!c || std::isnan(c->test.difference)) return "–";
   return signed_points(c->test.difference) + " [" + signed_points(c->test.ci_low) + ", " +
-         signed_points(c->test.ci_high) + "], " + p_text(holm);
+         signed_points(c->test.ci_high) + "], " + p_text(p);
 }
-
-}  // namespace
 
 std::vector<std::string> test_sets_of(const std::vector<ResultRecord>& results,
                                       const std::string& first) {

@@ -58,6 +58,10 @@ struct CorrelationRow {
 // test sets (NaN means are skipped).
 std::vector<CorrelationRow> correlations(const RunSummary& run);
 
+// "+38.8 [+30.1, +47.0], p = 0.012": a paired comparison in points with `p` (Table 2 passes the
+// Holm-adjusted one, a model card the comparison's own); "–" when there is none.
+std::string paired_cell(const PairedComparison* comparison, double p);
+
 TextTable table2_markdown_table(const std::vector<RunSummary>& runs, const std::string& test_set);
 // Table 2's paired tests: per row, F1, precision and recall minus chance and minus the base model
 // on the same questions (points, paired 95% interval, Holm-adjusted sign-flip p).
