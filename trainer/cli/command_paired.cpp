@@ -5,13 +5,14 @@
 // their chance column, two answer sets' per_example.jsonl from `citeforge score`.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/error.h"
+#include "common/file_io.h"
+#include "data/jsonl.h"
 #include "rewards/aggregate.h"
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/commands.h"
@@ -46,13 +47,8 @@ Column read_column(const std::string& spec, const std::string& id_field) {
   if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size())
     throw Error("paired: expected FILE.jsonl:FIELD, got '" + spec + "'");
   Column c{spec.substr(0, colon), spec.substr(colon + 1), {}, {}};
-  std::ifstream in(c.file);
-  if (!in) fail_at(c.file, "", "cannot open");
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  data::for_each_jsonl_line(c.file, read_file(c.file), [&](std::size_t n, nlohmann::json& record) {
     const std::string where = "line " + std::to_string(n);
-    const auto record = nlohmann::json::parse(line, nullptr, false);
     if (!record.is_object()) fail_at(c.file, where, "not a JSON object");
     if (!record.contains(id_field) || !record[id_field].is_string())
       fail_at(c.file, where + ", field '" + id_field + "'", "missing or not a string");
@@ -66,7 +62,7 @@ Column read_column(const std::string& spec, const std::string& id_field) {
     }
     c.ids.push_back(id);
     c.values[id] = value;
-  }
+  });
   return c;
 }
 
