@@ -53,13 +53,18 @@ def m(j, key):
     v = j.get(key)
     if isinstance(v, dict): v = v.get("mean")
     return "-" if v is None else f"{v:.3f}" if key != "bleu" else f"{v:.1f}"
-print("\n| data set | scenario | P | R | F1 | chance F1 | citations | words | overlap P / R with ref. | ROUGE-L vs ref. | BLEU vs ref. |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+def paired(sc):
+    t = sc.get("paired", {}).get("chance", {}).get("f1")
+    if not t or t.get("difference") is None: return "-"
+    pts = lambda v: f"{100 * v:+.1f}"
+    return f"{pts(t['difference'])} [{pts(t['ci_low'])}, {pts(t['ci_high'])}], p = {t['p_holm']:.2g}"
+print("\n| data set | scenario | P | R | F1 | chance F1 | F1 - chance, paired (Holm p) | citations | words | overlap P / R with ref. | ROUGE-L vs ref. | BLEU vs ref. |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for s in ["synsciqa_test", "gensearch_test", "synth_test"]:
     j = json.loads((out / f"answers-{s}-k3" / "summary.json").read_text())["answers"]
     for name, sc in j["scenarios"].items():
         print(f"| {s} ({j['questions']}) | {name} | {m(sc,'precision')} | {m(sc,'recall')} | {m(sc,'f1')} | "
-              f"{m(sc,'chance_f1')} | {m(sc,'distinct_citations')} | {m(sc,'answer_length')} | "
+              f"{m(sc,'chance_f1')} | {paired(sc)} | {m(sc,'distinct_citations')} | {m(sc,'answer_length')} | "
               f"{m(sc,'overlap_precision') + ' / ' + m(sc,'overlap_recall') if 'overlap_precision' in sc else '-'} | "
               f"{m(sc,'rouge_l')} | {m(sc,'bleu')} |")
 print("\n| data set | answers compared with the given-sources answers | ROUGE-L | exact match | judge agrees | judge log-odds |")

@@ -9,6 +9,10 @@
 //  - each answer's citations are scored against the passages it had, labelled relevant where
 //    they are the question's gold sources, and with --reference its text is compared with the
 //    reference answer (ROUGE-L, BLEU; citations removed from both);
+//  - each scenario's precision, recall and F1 are tested against its chance reference on the
+//    same questions (the paired test every table uses), the p-values Holm-adjusted over the
+//    scenarios x metrics of one call, and the per-question scores written beside the answers
+//    (scores.jsonl), so any two columns can be compared with `citeforge paired`;
 //  - the answer from retrieved passages is compared with the answer from the gold sources by
 //    ROUGE-L, exact match and the model itself as judge (configs/templates/answers_agree.yaml,
 //    yes/no log-odds): a retriever whose passages change the answer little is as good as the
@@ -25,6 +29,7 @@
 #include "attribution/yes_no_judge.h"
 #include "common/error.h"
 #include "common/file_io.h"
+#include "data/citations.h"
 #include "data/example.h"
 #include "data/prompt_template.h"
 #include "models/linear.h"
@@ -33,13 +38,13 @@
 #include "retrieval/ranking_metrics.h"
 #include "retrieval/retriever_evaluation.h"
 #include "retrieval/scenarios.h"
-#include "data/citations.h"
 #include "rewards/text_overlap.h"
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/cli_model.h"
 #include "trainer/cli/commands.h"
 #include "trainer/eval/eval_record.h"
 #include "trainer/eval/evaluate.h"
+#include "trainer/eval/paired.h"
 #include "trainer/run/progress.h"
 
 namespace citeforge::trainer {
@@ -110,8 +115,23 @@ struct ScenarioAnswers {
   std::vector<std::string> answers;
 };
 
-nlohmann::ordered_json score_scenario(const ScenarioAnswers& s,
-                                      const std::optional<std::string>& reference) {
+// The metrics whose paired test against chance the summary carries: the ones the record's table
+// shows. The others with a chance column (reward, source quality) stay in the per-question file.
+const std::vector<std::string>& tested_metrics() {
+  static const std::vector<std::string> names = {"precision", "recall", "f1"};
+  return names;
+}
+
+// One scenario's citation scores, per question and in aggregate, with the paired tests against
+// chance (p-values not yet adjusted; see adjust_holm).
+struct ScoredScenario {
+  EvalRecord record;
+  std::vector<PairedComparison> against_chance;
+  nlohmann::ordered_json summary;
+};
+
+ScoredScenario score_scenario(const ScenarioAnswers& s,
+                              const std::optional<std::string>& reference) {
   // HAGRID's citation overlap with the reference answer's citations: only the given sources
   // are the ones the reference cites, and only where every example has that reference.
   EvalOptions options;
@@ -119,11 +139,16 @@ nlohmann::ordered_json score_scenario(const ScenarioAnswers& s,
       std::all_of(s.examples.begin(), s.examples.end(),
                   [&](const data::Example& e) { return e.references.count(*reference) > 0; }))
     options.overlap_reference = reference;
-  const auto record = evaluate_answers(s.examples, s.answers, options);
-  nlohmann::ordered_json out;
+  ScoredScenario scored;
+  scored.record = evaluate_answers(s.examples, s.answers, options);
+  for (const auto& c : paired_comparisons(scored.record, nullptr, nullptr))
+    if (std::find(tested_metrics().begin(), tested_metrics().end(), c.metric) !=
+        tested_metrics().end())
+      scored.against_chance.push_back(c);
+  auto& out = scored.summary;
   for (const char* m : {"precision", "recall", "f1", "chance_f1", "distinct_citations",
                         "answer_length", "overlap_precision", "overlap_recall"})
-    if (const auto* a = find_aggregate(record.aggregates, m)) out[m] = aggregate_json(*a);
+    if (const auto* a = find_aggregate(scored.record.aggregates, m)) out[m] = aggregate_json(*a);
   if (reference) {
     std::vector<double> rouge;
     std::vector<std::string> candidates;
@@ -144,7 +169,41 @@ nlohmann::ordered_json score_scenario(const ScenarioAnswers& s,
     out["bleu"] = json_number(candidates.empty() ? std::nan("")
                                                  : rewards::corpus_bleu(candidates, references));
   }
-  return out;
+  return scored;
+}
+
+// Each scenario's "paired" object: {chance: {metric: {difference, count, ci_low, ci_high, p,
+// p_holm}}}, p_holm adjusted over every test of `scenarios` as one family, as the tables do.
+void add_paired_tests(std::vector<ScoredScenario*> scenarios) {
+  std::vector<double> p_values;
+  for (const auto* s : scenarios)
+    for (const auto& c : s->against_chance) p_values.push_back(c.test.p_value);
+  const std::vector<double> holm = rewards::holm_adjusted(p_values);
+  std::size_t k = 0;
+  for (auto* s : scenarios) {
+    auto paired = paired_to_json(s->against_chance);
+    for (const auto& c : s->against_chance)
+      paired["chance"][c.metric]["p_holm"] = json_number(holm[k++]);
+    s->summary["paired"] = paired;
+  }
+}
+
+// scores.jsonl: one line per question, every scenario's per-question metric columns as
+// "<scenario>_<metric>" (chance columns as "<scenario>_chance_<metric>").
+void write_scores(const std::string& out, const std::vector<const ScoredScenario*>& scenarios,
+                  const std::vector<std::string>& names) {
+  std::string text;
+  const std::size_t questions = scenarios.front()->record.ids.size();
+  for (std::size_t i = 0; i < questions; ++i) {
+    nlohmann::ordered_json line;
+    line["id"] = scenarios.front()->record.ids[i];
+    for (std::size_t s = 0; s < scenarios.size(); ++s)
+      for (const auto& [metric, values] : scenarios[s]->record.metrics)
+        line[names[s] + "_" + metric] = json_number(values[i]);
+    text += line.dump() + "\n";
+  }
+  std::filesystem::create_directories(out);
+  write_file_atomically((std::filesystem::path(out) / "scores.jsonl").string(), text);
 }
 
 // k passages drawn at random (seeded, no repeats): the chance level of the retrieved ones.
@@ -281,8 +340,15 @@ void print_answer_scores(const nlohmann::ordered_json& answers,
               answers["questions"].get<std::size_t>());
   for (const char* name : {"given", "rtg", "gtr", "random"}) {
     const auto& j = answers["scenarios"][name];
-    std::printf("  %-7s P %.3f  R %.3f  F1 %.3f (chance %.3f)", name, number(j, "precision"),
+    std::printf("  %-7s P %.3f  R %.3f  F1 %.3f (chance %.3f", name, number(j, "precision"),
                 number(j, "recall"), number(j, "f1"), number(j, "chance_f1"));
+    if (j.contains("paired") && j["paired"].contains("chance") &&
+        j["paired"]["chance"].contains("f1")) {
+      const auto& t = j["paired"]["chance"]["f1"];
+      std::printf("; paired %+.3f [%+.3f, %+.3f], Holm p %.2g", number(t, "difference"),
+                  number(t, "ci_low"), number(t, "ci_high"), number(t, "p_holm"));
+    }
+    std::printf(")");
     if (reference)
       std::printf("  vs %s: ROUGE-L %.3f  BLEU %.1f", reference->c_str(), number(j, "rouge_l"),
                   number(j, "bleu"));
@@ -338,8 +404,20 @@ nlohmann::ordered_json evaluate_model_answers(const CliArgs& cli,
   nlohmann::ordered_json answers;
   answers["questions"] = limit;
   answers["scenarios"] = nlohmann::ordered_json::object();
-  for (const auto* scenario : {&s.given, &s.rtg, &s.gtr, &s.random})
-    answers["scenarios"][scenario->name] = score_scenario(*scenario, reference);
+  std::vector<ScoredScenario> scored;
+  std::vector<std::string> names;
+  for (const auto* scenario : {&s.given, &s.rtg, &s.gtr, &s.random}) {
+    scored.push_back(score_scenario(*scenario, reference));
+    names.push_back(scenario->name);
+  }
+  std::vector<ScoredScenario*> family;
+  for (auto& sc : scored) family.push_back(&sc);
+  add_paired_tests(family);
+  for (std::size_t i = 0; i < scored.size(); ++i)
+    answers["scenarios"][names[i]] = scored[i].summary;
+  answers["paired_note"] =
+      "each scenario against its chance reference on the same questions; p_holm adjusted over "
+      "the scenarios x metrics of this summary";
   answers["scenarios"]["gtr"]["uncited_sentences"] = s.uncited;
   answers["compared_with_given"]["same_answer"] =
       compare_answers(judged.given, judged.given, judged.same);
@@ -348,7 +426,10 @@ nlohmann::ordered_json evaluate_model_answers(const CliArgs& cli,
   answers["compared_with_given"]["random"] =
       compare_answers(judged.random, judged.given, judged.random_odds);
   print_answer_scores(answers, reference);
-  if (auto out = cli.get("out")) write_scenario_answers(*out, examples, s, judged);
+  if (auto out = cli.get("out")) {
+    write_scenario_answers(*out, examples, s, judged);
+    write_scores(*out, {&scored[0], &scored[1], &scored[2], &scored[3]}, names);
+  }
   return answers;
 }
 

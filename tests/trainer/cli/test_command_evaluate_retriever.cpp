@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "common/file_io.h"
 #include "data/synsciqa.h"
@@ -69,6 +70,32 @@ TEST_CASE("evaluate-retriever scores BM25 on SynSciQA_test and compares the mode
     CHECK(j["with_reference"] == 2);
     CHECK(j["rouge_l"].get<double>() >= 0);
   }
+  // Each scenario's paired test against chance agrees with the per-question scores written
+  // beside the answers: the difference is the mean of their per-question differences, and the
+  // Holm-adjusted p is never below the raw one.
+  std::vector<nlohmann::json> scores;
+  std::istringstream lines(read_file((dir / "answers/scores.jsonl").string()));
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) scores.push_back(nlohmann::json::parse(line));
+  REQUIRE(scores.size() == 2);
+  for (const char* scenario : {"given", "rtg", "gtr", "random"})
+    for (const char* metric : {"precision", "recall", "f1"}) {
+      INFO(scenario << " " << metric);
+      const std::string column = std::string(scenario) + "_" + metric;
+      const std::string chance = std::string(scenario) + "_chance_" + metric;
+      double sum = 0;
+      int count = 0;
+      for (const auto& q : scores)
+        if (q[column].is_number() && q[chance].is_number()) {
+          sum += q[column].get<double>() - q[chance].get<double>();
+          ++count;
+        }
+      const auto& t = with_model["answers"]["scenarios"][scenario]["paired"]["chance"][metric];
+      REQUIRE(t["count"] == count);
+      if (count == 0) continue;
+      CHECK(t["difference"].get<double>() == Approx(sum / count).margin(1e-12));
+      CHECK(t["p_holm"].get<double>() >= t["p"].get<double>());
+    }
   // HAGRID's citation overlap with the reference's citations, for the given sources only.
   CHECK(with_model["answers"]["scenarios"]["given"].contains("overlap_precision"));
   CHECK_FALSE(with_model["answers"]["scenarios"]["rtg"].contains("overlap_precision"));
