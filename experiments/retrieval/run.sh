@@ -52,7 +52,8 @@ for s in ["synsciqa_test", "gensearch_test", "synth_test", "synth_test_ood"]:
 def m(j, key):
     v = j.get(key)
     if isinstance(v, dict): v = v.get("mean")
-    return "-" if v is None else f"{v:.3f}" if key != "bleu" else f"{v:.1f}"
+    digits = {"bleu": 1, "answer_length": 1, "distinct_citations": 2}.get(key, 3)
+    return "-" if v is None else f"{v:.{digits}f}"
 def paired(sc):
     t = sc.get("paired", {}).get("chance", {}).get("f1")
     if not t or t.get("difference") is None: return "-"
@@ -63,7 +64,7 @@ print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for s in ["synsciqa_test", "gensearch_test", "synth_test"]:
     j = json.loads((out / f"answers-{s}-k3" / "summary.json").read_text())["answers"]
     for name, sc in j["scenarios"].items():
-        print(f"| {s} ({j['questions']}) | {name} | {m(sc,'precision')} | {m(sc,'recall')} | {m(sc,'f1')} | "
+        print(f"| {s} ({j['scenarios']['given'].get('reference', j['questions'])}) | {name} | {m(sc,'precision')} | {m(sc,'recall')} | {m(sc,'f1')} | "
               f"{m(sc,'chance_f1')} | {paired(sc)} | {m(sc,'distinct_citations')} | {m(sc,'answer_length')} | "
               f"{m(sc,'overlap_precision') + ' / ' + m(sc,'overlap_recall') if 'overlap_precision' in sc else '-'} | "
               f"{m(sc,'rouge_l')} | {m(sc,'bleu')} |")
