@@ -6,6 +6,9 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -33,13 +36,23 @@ constexpr int64_t element_of_slot(int64_t p) {
   return 2 * ((q & 7) | ((q & 8) << 1) | ((q & 16) >> 1)) + p / 32;
 }
 
+// Where a block's activation codes go: in lane order (slot p holds element_of_slot(p)), which
+// every path reads but AVX-512's NF4 one, or evens then odds (position p < 32 holds element 2p,
+// p >= 32 element 2(p - 32) + 1), the order that path unpacks its nibbles in.
+enum class ActivationOrder { lanes, evens_then_odds };
+
+constexpr int64_t element_at(ActivationOrder order, int64_t p) {
+  return order == ActivationOrder::lanes ? element_of_slot(p) : 2 * (p % 32) + p / 32;
+}
+
 // Every path reduces a block the same way, so all give the same bits: the products of slots p
 // and p + 1 go to 32-bit lane (p % 16) / 2 (8 lanes; 8 products of at most 32767 * 8191 each,
 // under 2^31, exact), each lane is converted to fp32, scaled by the weight's and the activations'
 // block scales and added to that lane's fp32 sum; at the end of the row the 8 sums are added as
 // ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)).
 constexpr int kLanes = 8;
-constexpr int64_t kMaxRows = 8;  // activation rows per kernel call (the caller splits more)
+constexpr int64_t kMaxRows = 8;    // activation rows per kernel call (the caller splits more)
+constexpr int64_t kTileRows = 32;  // output rows per kernel call, their block scales made at once
 
 // The NF4 levels as int16, split into low and high bytes for the byte-shuffle lookups.
 struct LevelTables {
@@ -61,16 +74,28 @@ const LevelTables& level_tables() {
   return tables;
 }
 
-// What a row kernel computes: y[r * y_stride] = one output row's dot product with activation row
-// r (r < rows <= kMaxRows), from the row's weight codes, its per-block scales (in units of one
-// code) and the activations' int16 codes and block scales.
+// What a row kernel computes: y[r * y_stride + j] = output row j's dot product with activation
+// row r (r < rows <= kMaxRows, j < out_rows), from the rows' weight codes, their per-block scales
+// (in units of one code) and the activations' int16 codes and block scales.
 struct RowJob {
-  const float* weight_scales;  // [blocks]
+  const float* weight_scales;  // [out_rows, blocks]
   const int16_t* xq;           // [rows, in], lane order
   const float* x_scales;       // [rows, blocks]
   int64_t in, rows;
   float* y;
   int64_t y_stride;
+  // Consecutive output rows one call computes (their codes codes_per_row apart, their outputs
+  // next to each other): a call per output row cost more than a short row's arithmetic.
+  int64_t out_rows = 1, codes_per_row = 0;
+
+  // The job of output row j alone.
+  RowJob row(int64_t j) const {
+    RowJob one = *this;
+    one.weight_scales = weight_scales + j * (in / kBlock);
+    one.y = y + j;
+    one.out_rows = 1;
+    return one;
+  }
 };
 template <class Code>
 using RowKernel = void (*)(const Code* codes, const RowJob& job);
@@ -97,7 +122,7 @@ void finish_portable(const RowJob& job, float (*sums)[kLanes]) {
   for (int64_t r = 0; r < job.rows; ++r) job.y[r * job.y_stride] = add_lanes(sums[r]);
 }
 
-void nf4_row_portable(const uint8_t* packed, const RowJob& job) {
+inline void nf4_row_portable_one(const uint8_t* packed, const RowJob& job) {
   const int16_t* levels = level_tables().levels;
   float sums[kMaxRows][kLanes] = {};
   int16_t w[kBlock];
@@ -112,12 +137,22 @@ void nf4_row_portable(const uint8_t* packed, const RowJob& job) {
   finish_portable(job, sums);
 }
 
-void q16_row_portable(const int16_t* codes, const RowJob& job) {
+void nf4_row_portable(const uint8_t* packed, const RowJob& job) {
+  for (int64_t j = 0; j < job.out_rows; ++j)
+    nf4_row_portable_one(packed + j * job.codes_per_row, job.row(j));
+}
+
+inline void q16_row_portable_one(const int16_t* codes, const RowJob& job) {
   float sums[kMaxRows][kLanes] = {};
   for (int64_t b = 0; b < job.in / kBlock; ++b) {
     rows_portable(codes + b * kBlock, b, job, sums);
   }
   finish_portable(job, sums);
+}
+
+void q16_row_portable(const int16_t* codes, const RowJob& job) {
+  for (int64_t j = 0; j < job.out_rows; ++j)
+    q16_row_portable_one(codes + j * job.codes_per_row, job.row(j));
 }
 
 #if defined(CITEFORGE_X86)
@@ -166,7 +201,7 @@ CITEFORGE_SSE41 CITEFORGE_INLINE void lookup_levels_sse(__m128i codes, __m128i l
 }
 
 template <int R>
-CITEFORGE_SSE41 void nf4_row_sse41(const uint8_t* packed, const RowJob& job) {
+CITEFORGE_SSE41 CITEFORGE_INLINE void nf4_row_sse41_one(const uint8_t* packed, const RowJob& job) {
   const LevelTables& t = level_tables();
   const __m128i low = _mm_load_si128(reinterpret_cast<const __m128i*>(t.low));
   const __m128i high = _mm_load_si128(reinterpret_cast<const __m128i*>(t.high));
@@ -189,7 +224,13 @@ CITEFORGE_SSE41 void nf4_row_sse41(const uint8_t* packed, const RowJob& job) {
 }
 
 template <int R>
-CITEFORGE_SSE41 void q16_row_sse41(const int16_t* codes, const RowJob& job) {
+CITEFORGE_SSE41 void nf4_row_sse41(const uint8_t* packed, const RowJob& job) {
+  for (int64_t j = 0; j < job.out_rows; ++j)
+    nf4_row_sse41_one<R>(packed + j * job.codes_per_row, job.row(j));
+}
+
+template <int R>
+CITEFORGE_SSE41 CITEFORGE_INLINE void q16_row_sse41_one(const int16_t* codes, const RowJob& job) {
   __m128 sums[R][2];
   for (int r = 0; r < R; ++r) sums[r][0] = sums[r][1] = _mm_setzero_ps();
   for (int64_t b = 0; b < job.in / kBlock; ++b) {
@@ -199,6 +240,12 @@ CITEFORGE_SSE41 void q16_row_sse41(const int16_t* codes, const RowJob& job) {
     rows_sse41<R>(w, b, job, sums);
   }
   finish_sse41<R>(job, sums);
+}
+
+template <int R>
+CITEFORGE_SSE41 void q16_row_sse41(const int16_t* codes, const RowJob& job) {
+  for (int64_t j = 0; j < job.out_rows; ++j)
+    q16_row_sse41_one<R>(codes + j * job.codes_per_row, job.row(j));
 }
 
 // AVX2: w[c] holds slots 16c to 16c + 15, whose pairs are exactly the 8 lanes. No FMA: the
@@ -229,7 +276,7 @@ CITEFORGE_AVX2 CITEFORGE_INLINE void finish_avx2(const RowJob& job, const __m256
 }
 
 template <int R>
-CITEFORGE_AVX2 void nf4_row_avx2(const uint8_t* packed, const RowJob& job) {
+CITEFORGE_AVX2 CITEFORGE_INLINE void nf4_row_avx2_one(const uint8_t* packed, const RowJob& job) {
   const LevelTables& t = level_tables();
   const __m256i low =
       _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.low)));
@@ -254,7 +301,13 @@ CITEFORGE_AVX2 void nf4_row_avx2(const uint8_t* packed, const RowJob& job) {
 }
 
 template <int R>
-CITEFORGE_AVX2 void q16_row_avx2(const int16_t* codes, const RowJob& job) {
+CITEFORGE_AVX2 void nf4_row_avx2(const uint8_t* packed, const RowJob& job) {
+  for (int64_t j = 0; j < job.out_rows; ++j)
+    nf4_row_avx2_one<R>(packed + j * job.codes_per_row, job.row(j));
+}
+
+template <int R>
+CITEFORGE_AVX2 CITEFORGE_INLINE void q16_row_avx2_one(const int16_t* codes, const RowJob& job) {
   __m256 sums[R];
   for (int r = 0; r < R; ++r) sums[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < job.in / kBlock; ++b) {
@@ -265,6 +318,87 @@ CITEFORGE_AVX2 void q16_row_avx2(const int16_t* codes, const RowJob& job) {
   }
   finish_avx2<R>(job, sums);
 }
+
+template <int R>
+CITEFORGE_AVX2 void q16_row_avx2(const int16_t* codes, const RowJob& job) {
+  for (int64_t j = 0; j < job.out_rows; ++j)
+    q16_row_avx2_one<R>(codes + j * job.codes_per_row, job.row(j));
+}
+
+// AVX-512 (F + BW): a block's 64 products in two 512-bit multiply-adds, folded to the 8 lanes
+// of the other paths by exact integer adds, then the same fp32 epilogue as AVX2 on 256 bits.
+#define CITEFORGE_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+// GCC 12's AVX-512 intrinsics start many results from `_mm512_undefined_*` (x = x), which
+// -Wmaybe-uninitialized reports at every inlined use: a false positive of the headers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// The NF4 path unpacks a block's 32 bytes into 32 words, the high nibbles (even elements) and
+// the low ones (odd elements) each looked up in the 16 levels by one word permute, so its
+// activations are laid out evens then odds (kEvenOddOrder). Then int32 lane j of the two
+// multiply-adds' sum holds elements 4j to 4j + 3 (group j), and lane l of the other paths holds
+// groups l and l + 4 (l < 4) or l + 4 and l + 8 (l >= 4): 128-bit chunks [0 + 1, 2 + 3].
+template <int R>
+CITEFORGE_AVX512 CITEFORGE_INLINE void rows_avx512(__m512i we, __m512i wo, bool groups, int64_t b,
+                                                   const RowJob& job, __m256 (&sums)[R]) {
+  const int64_t blocks = job.in / kBlock;
+  for (int r = 0; r < R; ++r) {
+    const __m512i* x = reinterpret_cast<const __m512i*>(job.xq + r * job.in + b * kBlock);
+    const __m512i s = _mm512_add_epi32(_mm512_madd_epi16(we, _mm512_loadu_si512(x)),
+                                       _mm512_madd_epi16(wo, _mm512_loadu_si512(x + 1)));
+    // Groups (NF4): chunks [0, 2 | 1, 3], halves added. Slots (Q16, lane order): lane j holds
+    // slots 2j, 2j + 1, 2j + 32, 2j + 33, and lanes j and j + 8 make lane j of the others.
+    const __m512i t = groups ? _mm512_shuffle_i32x4(s, s, _MM_SHUFFLE(3, 1, 2, 0)) : s;
+    const __m256i lanes =
+        _mm256_add_epi32(_mm512_castsi512_si256(t), _mm512_extracti64x4_epi64(t, 1));
+    const __m256 scale = _mm256_set1_ps(job.weight_scales[b] * job.x_scales[r * blocks + b]);
+    sums[r] = _mm256_add_ps(sums[r], _mm256_mul_ps(_mm256_cvtepi32_ps(lanes), scale));
+  }
+}
+
+template <int R>
+CITEFORGE_AVX512 CITEFORGE_INLINE void nf4_row_avx512_one(const uint8_t* packed,
+                                                          const RowJob& job) {
+  const __m512i levels = _mm512_castsi256_si512(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(level_tables().levels)));
+  const __m512i nibble = _mm512_set1_epi16(15);
+  __m256 sums[R];
+  for (int r = 0; r < R; ++r) sums[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < job.in / kBlock; ++b) {
+    const __m512i v =
+        _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed + b * 32)));
+    // Word i holds byte i: element 2i in its high nibble, 2i + 1 in its low one.
+    const __m512i we = _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 4), levels);
+    const __m512i wo = _mm512_permutexvar_epi16(_mm512_and_si512(v, nibble), levels);
+    rows_avx512<R>(we, wo, true, b, job, sums);
+  }
+  finish_avx2<R>(job, sums);
+}
+
+template <int R>
+CITEFORGE_AVX512 void nf4_row_avx512(const uint8_t* packed, const RowJob& job) {
+  for (int64_t j = 0; j < job.out_rows; ++j)
+    nf4_row_avx512_one<R>(packed + j * job.codes_per_row, job.row(j));
+}
+
+template <int R>
+CITEFORGE_AVX512 CITEFORGE_INLINE void q16_row_avx512_one(const int16_t* codes, const RowJob& job) {
+  __m256 sums[R];
+  for (int r = 0; r < R; ++r) sums[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < job.in / kBlock; ++b) {
+    const __m512i* w = reinterpret_cast<const __m512i*>(codes + b * kBlock);
+    rows_avx512<R>(_mm512_loadu_si512(w), _mm512_loadu_si512(w + 1), false, b, job, sums);
+  }
+  finish_avx2<R>(job, sums);
+}
+
+template <int R>
+CITEFORGE_AVX512 void q16_row_avx512(const int16_t* codes, const RowJob& job) {
+  for (int64_t j = 0; j < job.out_rows; ++j)
+    q16_row_avx512_one<R>(codes + j * job.codes_per_row, job.row(j));
+}
+
+#pragma GCC diagnostic pop
 
 #endif  // CITEFORGE_X86
 
@@ -298,10 +432,19 @@ template <int R>
 struct Q16Avx2 {
   static constexpr Q16RowKernel kernel = q16_row_avx2<R>;
 };
+template <int R>
+struct Nf4Avx512 {
+  static constexpr Nf4RowKernel kernel = nf4_row_avx512<R>;
+};
+template <int R>
+struct Q16Avx512 {
+  static constexpr Q16RowKernel kernel = q16_row_avx512<R>;
+};
 #endif
 
 Nf4RowKernel nf4_kernel(CpuIsa isa, int64_t rows) {
 #if defined(CITEFORGE_X86)
+  if (isa == CpuIsa::avx512) return by_rows<Nf4RowKernel, Nf4Avx512>(rows);
   if (isa == CpuIsa::avx2) return by_rows<Nf4RowKernel, Nf4Avx2>(rows);
   if (isa == CpuIsa::sse41) return by_rows<Nf4RowKernel, Nf4Sse41>(rows);
 #endif
@@ -309,8 +452,13 @@ Nf4RowKernel nf4_kernel(CpuIsa isa, int64_t rows) {
   return nf4_row_portable;
 }
 
+ActivationOrder nf4_activation_order(CpuIsa isa) {
+  return isa == CpuIsa::avx512 ? ActivationOrder::evens_then_odds : ActivationOrder::lanes;
+}
+
 Q16RowKernel q16_kernel(CpuIsa isa, int64_t rows) {
 #if defined(CITEFORGE_X86)
+  if (isa == CpuIsa::avx512) return by_rows<Q16RowKernel, Q16Avx512>(rows);
   if (isa == CpuIsa::avx2) return by_rows<Q16RowKernel, Q16Avx2>(rows);
   if (isa == CpuIsa::sse41) return by_rows<Q16RowKernel, Q16Sse41>(rows);
 #endif
@@ -319,15 +467,17 @@ Q16RowKernel q16_kernel(CpuIsa isa, int64_t rows) {
 }
 
 // The activation rows as int16 codes with one fp32 scale per block of 64 (block max / 8191),
-// each block in lane order. A block holding a non-finite value
+// each block in `order`. A block holding a non-finite value
 // gets codes 0 and a NaN scale, so its outputs come out NaN, never a finite guess.
 struct QuantizedRows {
   std::vector<int16_t> codes;  // [rows, in]
   std::vector<float> scales;   // [rows, in / 64]
 };
 
-QuantizedRows quantize_rows(const float* x, int64_t rows, int64_t in) {
+QuantizedRows quantize_rows(const float* x, int64_t rows, int64_t in, ActivationOrder order) {
   const int64_t blocks = in / kBlock;
+  int64_t element[kBlock];
+  for (int64_t p = 0; p < kBlock; ++p) element[p] = element_at(order, p);
   QuantizedRows q{std::vector<int16_t>(size_t(rows * in)),
                   std::vector<float>(size_t(rows * blocks))};
   for (int64_t r = 0; r < rows; ++r)
@@ -347,8 +497,7 @@ QuantizedRows quantize_rows(const float* x, int64_t rows, int64_t in) {
       q.scales[size_t(r * blocks + b)] = max / kActivationMax;
       if (max == 0) continue;
       const float inverse = kActivationMax / max;
-      for (int p = 0; p < kBlock; ++p)
-        codes[p] = int16_t(std::lrint(v[element_of_slot(p)] * inverse));
+      for (int p = 0; p < kBlock; ++p) codes[p] = int16_t(std::lrint(v[element[p]] * inverse));
     }
   return q;
 }
@@ -368,31 +517,34 @@ void check_input(const torch::Tensor& x, int64_t in, const char* what) {
 
 // Runs the row kernel `pick` gives for this CPU over every output row (`codes_per_row` codes
 // each), in parallel over rows, each call on at most kMaxRows activation rows.
-// `weight_scales(o, scratch)` returns the row's block scales, in `scratch` where it computes them.
+// `weight_scales(o, n, scratch)` returns the block scales of rows o to o + n - 1 (n <= kTileRows),
+// in `scratch` where it computes them.
+// `order(isa)` is the activation order the path's kernel reads.
 template <class Code, class ScaleFn>
 torch::Tensor run_rows(const torch::Tensor& x, int64_t out, int64_t in, const Code* codes,
                        int64_t codes_per_row, RowKernel<Code> (*pick)(CpuIsa, int64_t),
-                       ScaleFn weight_scales) {
-  const auto x32 = x.to(torch::kFloat32).contiguous();
-  const int64_t rows = x32.numel() / in, blocks = in / kBlock;
-  const QuantizedRows q = quantize_rows(x32.data_ptr<float>(), rows, in);
+                       ActivationOrder (*order)(CpuIsa), ScaleFn weight_scales) {
   // Chosen once per call: every chunk of activation rows has kMaxRows of them but the last.
   const CpuIsa isa = active_cpu_isa();
+  const auto x32 = x.to(torch::kFloat32).contiguous();
+  const int64_t rows = x32.numel() / in, blocks = in / kBlock;
+  const QuantizedRows q = quantize_rows(x32.data_ptr<float>(), rows, in, order(isa));
   const RowKernel<Code> full = pick(isa, kMaxRows);
   const RowKernel<Code> last = pick(isa, rows - (rows - 1) / kMaxRows * kMaxRows);
   auto y = torch::empty({rows, out}, torch::kFloat32);
   float* y_data = y.data_ptr<float>();
   const int64_t grain = std::max<int64_t>(1, 32768 / in);
   at::parallel_for(0, out, grain, [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(static_cast<size_t>(blocks));
-    for (int64_t o = begin; o < end; ++o) {
-      const float* scales = weight_scales(o, scratch.data());
+    std::vector<float> scratch(static_cast<size_t>(kTileRows * blocks));
+    for (int64_t o = begin; o < end; o += kTileRows) {
+      const int64_t n_out = std::min(kTileRows, end - o);
+      const float* scales = weight_scales(o, n_out, scratch.data());
       for (int64_t r0 = 0; r0 < rows; r0 += kMaxRows) {
         const int64_t n = std::min(kMaxRows, rows - r0);
         (n == kMaxRows ? full : last)(
             codes + o * codes_per_row,
             RowJob{scales, q.codes.data() + r0 * in, q.scales.data() + r0 * blocks, in, n,
-                   y_data + r0 * out + o, out});
+                   y_data + r0 * out + o, out, n_out, codes_per_row});
       }
     }
   });
@@ -405,6 +557,8 @@ torch::Tensor run_rows(const torch::Tensor& x, int64_t out, int64_t in, const Co
 
 std::string cpu_isa_name(CpuIsa isa) {
   switch (isa) {
+    case CpuIsa::avx512:
+      return "avx512";
     case CpuIsa::avx2:
       return "avx2";
     case CpuIsa::sse41:
@@ -418,6 +572,9 @@ CpuIsa detected_cpu_isa() {
 #if defined(CITEFORGE_X86)
   static const CpuIsa isa = [] {
     __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+      return CpuIsa::avx512;
     if (__builtin_cpu_supports("avx2")) return CpuIsa::avx2;
     if (__builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("ssse3")) return CpuIsa::sse41;
     return CpuIsa::portable;
@@ -426,6 +583,17 @@ CpuIsa detected_cpu_isa() {
 #else
   return CpuIsa::portable;
 #endif
+}
+
+int cpu_kernel_threads() {
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  const int64_t n = at::get_num_threads();
+  at::parallel_for(0, n, 1, [&](int64_t, int64_t) {
+    std::lock_guard<std::mutex> lock(mutex);
+    threads.insert(std::this_thread::get_id());
+  });
+  return int(threads.size());
 }
 
 CpuIsa active_cpu_isa() {
@@ -478,6 +646,27 @@ bool cpu_matvec_supports(const Nf4Weight& weight) {
                               weight.shape.size() == 2 ? weight.shape[1] : 0);
 }
 
+namespace {
+
+// The block scales of blocks first .. first + count - 1, in units of one int16 level: each block
+// absmax as nf4_dequantize_reference recomposes it (multiply, then add), times the inverse level
+// scale (a power of two: exact).
+void nf4_block_scales(const Nf4Weight& weight, const uint8_t* absmax_codes, const float* levels,
+                      const float* absmax_scale, int64_t first, int64_t count, float* out) {
+  // The second-level block advances by counting, not dividing: an integer division per block
+  // cost more than the block's arithmetic.
+  int64_t group = first / weight.absmax_blocksize;
+  int64_t left = weight.absmax_blocksize - first % weight.absmax_blocksize;
+  for (int64_t b = 0; b < count; ++b, --left) {
+    if (left == 0) ++group, left = weight.absmax_blocksize;
+    float absmax = levels[absmax_codes[first + b]] * absmax_scale[group];
+    absmax = absmax + weight.absmax_offset;
+    out[b] = absmax * (1.0f / kLevelScale);
+  }
+}
+
+}  // namespace
+
 torch::Tensor nf4_matvec_cpu(const torch::Tensor& x, const Nf4Weight& weight) {
   if (!cpu_matvec_supports(weight))
     throw Error("nf4 matvec: the weight is not a CPU [out, in] with in a multiple of 64");
@@ -487,21 +676,11 @@ torch::Tensor nf4_matvec_cpu(const torch::Tensor& x, const Nf4Weight& weight) {
   const uint8_t* absmax_codes = weight.absmax_codes.data_ptr<uint8_t>();
   const float* absmax_scale = weight.absmax_scale.data_ptr<float>();
   const float* levels = dynamic_map_signed().data();
-  return run_rows(x, out, in, packed, in / 2, nf4_kernel,
-                  [&](int64_t o, float* scales) -> const float* {
-                    // The second-level block advances by counting, not dividing: an integer
-                    // division per block cost more than the block's arithmetic.
-                    const int64_t first = o * blocks;
-                    int64_t group = first / weight.absmax_blocksize;
-                    int64_t left = weight.absmax_blocksize - first % weight.absmax_blocksize;
-                    for (int64_t b = 0; b < blocks; ++b, --left) {
-                      if (left == 0) ++group, left = weight.absmax_blocksize;
-                      // The block absmax as nf4_dequantize_reference recomposes it (multiply, then
-                      // add), times the inverse level scale (a power of two: exact).
-                      float absmax = levels[absmax_codes[first + b]] * absmax_scale[group];
-                      absmax = absmax + weight.absmax_offset;
-                      scales[b] = absmax * (1.0f / kLevelScale);
-                    }
+  return run_rows(x, out, in, packed, in / 2, nf4_kernel, nf4_activation_order,
+                  [&](int64_t o, int64_t n, float* scales) -> const float* {
+                    // The rows' blocks are consecutive: one pass over all of them.
+                    nf4_block_scales(weight, absmax_codes, levels, absmax_scale, o * blocks,
+                                     n * blocks, scales);
                     return scales;
                   });
 }
@@ -512,8 +691,9 @@ torch::Tensor q16_matvec_cpu(const torch::Tensor& x, const Q16Weight& weight) {
   const int16_t* codes = weight.codes.data_ptr<int16_t>();
   const float* scales = weight.scales.data_ptr<float>();
   // The Q16 copy stores its block scales row by row already.
-  return run_rows(x, out, in, codes, in, q16_kernel,
-                  [&](int64_t o, float*) { return scales + o * blocks; });
+  return run_rows(
+      x, out, in, codes, in, q16_kernel, [](CpuIsa) { return ActivationOrder::lanes; },
+      [&](int64_t o, int64_t, float*) { return scales + o * blocks; });
 }
 
 }  // namespace citeforge::models

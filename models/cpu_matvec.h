@@ -23,8 +23,8 @@
 namespace citeforge::models {
 
 // The instruction sets the kernels are written for, chosen at run time from what the CPU
-// reports. `portable` is plain C++ and runs anywhere.
-enum class CpuIsa { portable, sse41, avx2 };
+// reports. `portable` is plain C++ and runs anywhere; `avx512` needs AVX-512 F and BW.
+enum class CpuIsa { portable, sse41, avx2, avx512 };
 std::string cpu_isa_name(CpuIsa isa);
 // The best path this CPU can run.
 CpuIsa detected_cpu_isa();
@@ -32,6 +32,11 @@ CpuIsa detected_cpu_isa();
 // it). Forcing a path the CPU cannot run throws Error.
 CpuIsa active_cpu_isa();
 void force_cpu_isa(std::optional<CpuIsa> isa);
+
+// How many threads a parallel loop of these kernels runs on with LibTorch's current intra-op
+// thread count: 1 where the build compiled ATen's OpenMP loop without -fopenmp (which silently
+// serialises it), the thread count otherwise. The build's check, in a test.
+int cpu_kernel_threads();
 
 // A 16-bit copy of a dense weight [out, in] for decoding (the output layer, which stays dense
 // for training): symmetric int16 codes per block of 64 inputs (block max / 32767), one fp32

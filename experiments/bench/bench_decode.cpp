@@ -223,7 +223,7 @@ std::string table(const json& r, const std::string& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", out, llamacpp, part = "all";
+  std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", out, llamacpp, part = "all", isa;
   int threads = 2, reps = 5;
   std::string command = "build/bench_decode";
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -241,6 +241,8 @@ int main(int argc, char** argv) {
       out = value;
     else if (flag == "--part")  // kernels: the kernel sweep alone (for profilers)
       part = value;
+    else if (flag == "--isa")  // a kernel path other than the detected one, to compare paths
+      isa = value;
     else {
       std::fprintf(stderr, "bench_decode: unknown flag %s\n", flag.c_str());
       return 2;
@@ -248,6 +250,13 @@ int main(int argc, char** argv) {
   }
   try {
     torch::set_num_threads(threads);
+    if (!isa.empty()) {
+      bool known = false;
+      for (auto path : {models::CpuIsa::portable, models::CpuIsa::sse41, models::CpuIsa::avx2,
+                        models::CpuIsa::avx512})
+        if (models::cpu_isa_name(path) == isa) models::force_cpu_isa(path), known = true;
+      if (!known) throw Error("bench_decode: unknown --isa " + isa);
+    }
     const models::DequantizedWeights dense_base;  // as a run on a CPU holds it
     const std::string dir = models::is_gguf_path(model) ? models::gguf_model_dir(model) : model;
     json r{{"threads", threads},

@@ -26,7 +26,8 @@ struct KernelSettings {
 std::vector<CpuIsa> runnable_paths() {
   std::vector<CpuIsa> paths{CpuIsa::portable};
   if (int(models::detected_cpu_isa()) >= int(CpuIsa::sse41)) paths.push_back(CpuIsa::sse41);
-  if (models::detected_cpu_isa() == CpuIsa::avx2) paths.push_back(CpuIsa::avx2);
+  for (CpuIsa isa : {CpuIsa::avx2, CpuIsa::avx512})
+    if (int(models::detected_cpu_isa()) >= int(isa)) paths.push_back(isa);
   return paths;
 }
 
@@ -140,8 +141,8 @@ TEST_CASE(
   CHECK_THROWS_AS(models::nf4_matvec_cpu(torch::randn({1, 100}), ragged), Error);
   CHECK_THROWS_AS(models::nf4_matvec_cpu(torch::randn({1, 64}), q), Error);
   CHECK_THROWS_AS(models::q16_quantize(torch::randn({4, 100})), Error);
-  if (models::detected_cpu_isa() != CpuIsa::avx2)
-    CHECK_THROWS_AS(models::force_cpu_isa(CpuIsa::avx2), Error);
+  if (models::detected_cpu_isa() != CpuIsa::avx512)
+    CHECK_THROWS_AS(models::force_cpu_isa(CpuIsa::avx512), Error);
   models::force_cpu_isa(CpuIsa::portable);
   CHECK(models::active_cpu_isa() == CpuIsa::portable);
   models::force_cpu_isa(std::nullopt);
@@ -193,4 +194,16 @@ TEST_CASE(
   CHECK_FALSE(models::fused_nf4_linear(x, *ragged->nf4).has_value());
   CHECK(torch::allclose(ragged(x), torch::linear(x, models::nf4_dequantize(*ragged->nf4)), 1e-5,
                         1e-6));
+}
+
+TEST_CASE("the decoding kernels' parallel loop runs on every intra-op thread",
+          "[models][cpu_matvec]") {
+  // ATen's parallel_for is compiled into its caller: built without -fopenmp it runs on one thread
+  // whatever torch::set_num_threads says, and decoding on a 2-core machine lost half its speed.
+  const int before = torch::get_num_threads();
+  torch::set_num_threads(2);
+  CHECK(models::cpu_kernel_threads() == 2);
+  torch::set_num_threads(1);
+  CHECK(models::cpu_kernel_threads() == 1);
+  torch::set_num_threads(before);
 }
