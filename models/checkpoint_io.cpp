@@ -40,7 +40,7 @@ const TensorEntry& entry_of(const SafetensorsCheckpoint& checkpoint, const std::
 }  // namespace
 
 void load_weights(LlamaForCausalLM& model, const SafetensorsCheckpoint& checkpoint,
-                  torch::Device quantize_device) {
+                  torch::Device quantize_device, NonFiniteWeights non_finite) {
   torch::NoGradGuard no_grad;
   std::set<std::string> used;
   for (auto& item : model->named_parameters()) {
@@ -48,7 +48,7 @@ void load_weights(LlamaForCausalLM& model, const SafetensorsCheckpoint& checkpoi
     if (is_adapter(name)) continue;
     const auto& entry = entry_of(checkpoint, name, item.value().sizes());
     const auto stored = checkpoint.get(name);
-    check_finite(entry.file, name, stored);
+    check_finite(entry.file, name, stored, non_finite);
     item.value().copy_(stored);
     used.insert(name);
   }
@@ -58,7 +58,7 @@ void load_weights(LlamaForCausalLM& model, const SafetensorsCheckpoint& checkpoi
     const std::string name = item.key() + ".weight";
     const auto& entry = entry_of(checkpoint, name, {linear->out_features, linear->in_features});
     const auto stored = checkpoint.get(name);
-    check_finite(entry.file, name, stored);
+    check_finite(entry.file, name, stored, non_finite);
     linear->set_nf4(nf4_quantize(stored.to(quantize_device, torch::kFloat32)));
     used.insert(name);
   }
@@ -77,7 +77,7 @@ LlamaForCausalLM load_model(const std::string& dir, const LoadOptions& options) 
   for (const auto& [name, entry] : checkpoint.tensors) present[name] = entry.shape;
   check_model_tensors(config, present, checkpoint.location, ignorable);
   LlamaForCausalLM model(config, /*allocate_block_linears=*/!options.nf4);
-  load_weights(model, checkpoint, options.device);
+  load_weights(model, checkpoint, options.device, options.non_finite);
   model->to(options.device, options.dtype);
   model->eval();
   return model;

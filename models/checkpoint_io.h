@@ -6,6 +6,7 @@
 #include <string>
 
 #include "models/llama.h"
+#include "models/model_tensors.h"
 #include "models/safetensors.h"
 
 namespace citeforge::models {
@@ -13,14 +14,17 @@ namespace citeforge::models {
 // Copies every parameter of `model` from `checkpoint` by HF name, converting dtype. A linear
 // layer whose weight was left unallocated is quantised to NF4 straight from the checkpoint on
 // `quantize_device`, one tensor at a time, so the dense model never exists whole. A missing
-// tensor, an unexpected extra tensor or a shape mismatch is an Error naming file and tensor.
+// tensor, an unexpected extra tensor or a shape mismatch is an Error naming file and tensor; so is
+// a NaN or infinite weight unless `non_finite` says warn.
 void load_weights(LlamaForCausalLM& model, const SafetensorsCheckpoint& checkpoint,
-                  torch::Device quantize_device = torch::kCPU);
+                  torch::Device quantize_device = torch::kCPU,
+                  NonFiniteWeights non_finite = NonFiniteWeights::error);
 
 struct LoadOptions {
   torch::Dtype dtype = torch::kFloat32;  // of the dense parameters
   torch::Device device = torch::kCPU;
   bool nf4 = false;  // quantise the decoder blocks' projections (QLoRA's frozen base)
+  NonFiniteWeights non_finite = NonFiniteWeights::error;
 };
 
 // Reads DIR/config.json and DIR's safetensors into a new model.

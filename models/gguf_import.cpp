@@ -162,14 +162,15 @@ ModelConfig gguf_model_config(const GgufFile& file) {
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> gguf_hf_weights(const GgufFile& file,
-                                                                   const ModelConfig& config) {
+                                                                   const ModelConfig& config,
+                                                                   NonFiniteWeights non_finite) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& t : file.tensors) {
     std::string name = hf_name(t.name);
     if (name.empty())
       fail_at(file.path, "tensor '" + t.name + "'", "not part of a Llama checkpoint");
     torch::Tensor w = dequantize(file, t);
-    check_finite(file.path, t.name, w);
+    check_finite(file.path, t.name, w, non_finite);
     if (name.ends_with("q_proj.weight")) w = unpermute_rows(w, config.num_heads);
     if (name.ends_with("k_proj.weight")) w = unpermute_rows(w, config.num_kv_heads);
     out.emplace_back(std::move(name), std::move(w));
@@ -256,7 +257,7 @@ void remove_abandoned(const fs::path& parent, const std::string& prefix,
 }  // namespace
 
 void import_gguf(const std::string& gguf_path, const std::string& out_dir,
-                 void (*log)(const std::string&)) {
+                 void (*log)(const std::string&), NonFiniteWeights non_finite) {
   auto say = [&](const std::string& line) {
     if (log) log(line);
   };
@@ -281,7 +282,7 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
   BpeTokenizer check(vocab, gguf_path);
   say("read " + gguf_path + ": " + std::to_string(file.tensors.size()) + " tensors, " +
       std::to_string(config.num_layers) + " layers, vocab " + std::to_string(config.vocab_size));
-  auto weights = gguf_hf_weights(file, config);
+  auto weights = gguf_hf_weights(file, config, non_finite);
   const fs::path target = fs::absolute(out_dir);
   const fs::path temp = target.parent_path() / ("." + target.filename().string() + ".importing-" +
                                                 std::to_string(::getpid()));
@@ -315,7 +316,8 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
   say("wrote " + target.string());
 }
 
-std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::string&)) {
+std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::string&),
+                           NonFiniteWeights non_finite) {
   if (!fs::is_regular_file(gguf_path)) fail_at(gguf_path, "", "GGUF file not found");
   const char* cache = std::getenv("CITEFORGE_CACHE");
   const char* home = std::getenv("HOME");
@@ -335,7 +337,7 @@ std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::
   remove_abandoned(dir.parent_path(), dir.filename().string() + ".by-", log);
   remove_abandoned(dir.parent_path(), "." + dir.filename().string() + ".by-", log);
   fs::remove_all(mine);
-  import_gguf(gguf_path, mine.string(), log);
+  import_gguf(gguf_path, mine.string(), log, non_finite);
   std::error_code error;
   fs::rename(mine, dir, error);
   if (error) {

@@ -11,6 +11,7 @@
 #include "models/bpe_tokenizer.h"
 #include "models/gguf.h"
 #include "models/hf_config.h"
+#include "models/model_tensors.h"
 
 namespace citeforge::models {
 
@@ -21,8 +22,9 @@ ModelConfig gguf_model_config(const GgufFile& file);
 // Every tensor under its HF name in PyTorch layout, float32. llama.cpp's converter interleaves
 // the rows of q_proj and k_proj per head (its RoPE rotates adjacent pairs, HF's rotates the two
 // halves); this undoes that permutation. A tensor this mapping does not know is an Error.
-std::vector<std::pair<std::string, torch::Tensor>> gguf_hf_weights(const GgufFile& file,
-                                                                   const ModelConfig& config);
+std::vector<std::pair<std::string, torch::Tensor>> gguf_hf_weights(
+    const GgufFile& file, const ModelConfig& config,
+    NonFiniteWeights non_finite = NonFiniteWeights::error);
 
 // The other direction, for export (gguf_export.h): an HF tensor name's llama.cpp name ("" for
 // one outside the Llama layout), from the same name table as the import; and q_proj / k_proj
@@ -40,14 +42,19 @@ std::string gguf_chat_template(const GgufFile& file);
 // and tokenizer_config.json. Everything is written to a temporary directory beside it and
 // renamed into place at the end, so a failure leaves no half-written `out_dir`; an existing
 // non-empty `out_dir` is an Error. `log` receives progress lines.
+// A NaN or infinite weight is an Error naming the tensor unless `non_finite` says warn.
 void import_gguf(const std::string& gguf_path, const std::string& out_dir,
-                 void (*log)(const std::string&) = nullptr);
+                 void (*log)(const std::string&) = nullptr,
+                 NonFiniteWeights non_finite = NonFiniteWeights::error);
 
 // The HF-layout directory of a .gguf file, imported on first use into the cache
 // ($CITEFORGE_CACHE, default ~/.cache/citeforge, under imported/, keyed by the file's name,
 // size and modification time) and reused afterwards, so commands and runs can name a .gguf
 // wherever they take a model directory.
-std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::string&) = nullptr);
+// `non_finite` applies when it imports; a cached import was checked when it was made, and the
+// loader checks its weights again.
+std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::string&) = nullptr,
+                           NonFiniteWeights non_finite = NonFiniteWeights::error);
 
 // True when `path` names a .gguf file by its extension.
 bool is_gguf_path(const std::string& path);

@@ -1,5 +1,7 @@
 #include "models/model_tensors.h"
 
+#include <cstdio>
+
 #include "common/error.h"
 
 namespace citeforge::models {
@@ -85,13 +87,16 @@ void check_model_tensors(const ModelConfig& c,
       fail_at(location, "tensor '" + name + "'", unexpected_tensor_reason(c, name));
 }
 
-void check_finite(const std::string& location, const std::string& name, const torch::Tensor& t) {
+void check_finite(const std::string& location, const std::string& name, const torch::Tensor& t,
+                  NonFiniteWeights policy) {
   if (!t.is_floating_point()) return;
   const int64_t bad = torch::isfinite(t).logical_not().sum().item<int64_t>();
-  if (bad > 0)
-    fail_at(location, "tensor '" + name + "'",
-            std::to_string(bad) + " of its " + std::to_string(t.numel()) +
-                " values are NaN or infinite");
+  if (bad == 0) return;
+  const std::string what =
+      std::to_string(bad) + " of its " + std::to_string(t.numel()) + " values are NaN or infinite";
+  if (policy == NonFiniteWeights::error) fail_at(location, "tensor '" + name + "'", what);
+  std::fprintf(stderr, "warning: %s: tensor '%s': %s (loaded anyway: non-finite weights warn)\n",
+               location.c_str(), name.c_str(), what.c_str());
 }
 
 }  // namespace citeforge::models

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "models/hf_config.h"
+#include "models/non_finite_weights.h"
 
 namespace citeforge::models {
 
@@ -35,7 +36,9 @@ std::string shape_text(torch::IntArrayRef shape);
 // no parameter), for the loader's and the import's errors alike.
 std::string unexpected_tensor_reason(const ModelConfig& config, const std::string& name);
 
-// Fails with one line naming the tensor and how many of its values are NaN or infinite.
-void check_finite(const std::string& location, const std::string& name, const torch::Tensor& t);
+// Fails (or, with `warn`, prints) one line naming the tensor and how many of its values are NaN
+// or infinite.
+void check_finite(const std::string& location, const std::string& name, const torch::Tensor& t,
+                  NonFiniteWeights policy = NonFiniteWeights::error);
 
 }  // namespace citeforge::models

@@ -334,6 +334,21 @@ TEST_CASE("GGUF metadata that contradicts its tensors, and NaN weights, import n
   nan.nan_in_up = true;
   CHECK_THAT(import_error(nan, "nan"),
              Contains("tensor 'blk.0.ffn_up.weight'") && Contains("1 of its 128 values are NaN"));
+  // Asked to warn, the same file imports (the NaN kept as it is) and loads under the same choice;
+  // the default loader still refuses what was imported.
+  const auto path = (root / "nan_warned.gguf").string();
+  std::ofstream(path, std::ios::binary) << TinyGguf(nan).b.bytes();
+  const auto out = (root / "nan_warned").string();
+  models::import_gguf(path, out, nullptr, models::NonFiniteWeights::warn);
+  models::LoadOptions warn;
+  warn.non_finite = models::NonFiniteWeights::warn;
+  auto model = models::load_model(out, warn);
+  CHECK(model->named_parameters()["model.layers.0.mlp.up_proj.weight"]
+            .isnan()
+            .sum()
+            .item<int64_t>() == 1);
+  CHECK_THROWS_WITH(models::load_model(out),
+                    Contains("tensor 'model.layers.0.mlp.up_proj.weight'") && Contains("NaN"));
 }
 
 TEST_CASE("an import killed midway leaves a folder the next import removes",

@@ -189,6 +189,15 @@ TEST_CASE("an HF directory whose config contradicts its tensors, or with NaN wei
                       Contains("tensor 'model.layers.1.mlp.up_proj.weight'") &&
                           Contains("2 of its") && Contains("NaN or infinite"));
   }
+  // model.non_finite_weights: warn loads them as they are (a warning line on stderr).
+  models::LoadOptions warn;
+  warn.non_finite = models::NonFiniteWeights::warn;
+  auto loaded = models::load_model(nan, warn);
+  CHECK(loaded->named_parameters()["model.layers.1.mlp.up_proj.weight"]
+            .isfinite()
+            .logical_not()
+            .sum()
+            .item<int64_t>() == 2);
 }
 
 TEST_CASE("save_model writes an HF directory that loads back identically",

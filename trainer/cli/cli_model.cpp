@@ -19,7 +19,19 @@ std::vector<CliOption> model_options() {
           {"quantization", choice_names<Quantization>(),
            "the base's quantisation (default: the adapter's run's, else none)"},
           {"dtype", choice_names<Dtype>(), "the model's dtype", choice_name(Dtype::float32)},
-          {"chat", one_of(models::chat_template_names()), "the model's chat format"}};
+          {"chat", one_of(models::chat_template_names()), "the model's chat format"},
+          non_finite_weights_option()};
+}
+
+CliOption non_finite_weights_option() {
+  return {"non-finite-weights", choice_names<NonFiniteWeights>(),
+          "NaN or infinite weights: refuse the model, or warn and load it",
+          choice_name(NonFiniteWeights::error)};
+}
+
+NonFiniteWeights non_finite_weights(const CliArgs& cli, const std::string& command) {
+  return parse_choice<NonFiniteWeights>(cli.require("non-finite-weights"),
+                                        command + ": --non-finite-weights");
 }
 
 Quantization base_quantization(const CliArgs& cli, const std::string& command,
@@ -40,11 +52,13 @@ Quantization base_quantization(const CliArgs& cli, const std::string& command,
 CliModel load_cli_model(const CliArgs& cli, const std::string& command,
                         void (*log)(const std::string&)) {
   std::string model_dir = cli.require("model");
-  if (models::is_gguf_path(model_dir)) model_dir = models::gguf_model_dir(model_dir, log);
+  const NonFiniteWeights non_finite = non_finite_weights(cli, command);
+  if (models::is_gguf_path(model_dir))
+    model_dir = models::gguf_model_dir(model_dir, log, non_finite);
   const Dtype dtype = parse_choice<Dtype>(cli.require("dtype"), command + ": --dtype");
   const Quantization quantization = base_quantization(cli, command, log);
   CliModel out;
-  out.model = load_base(model_dir, dtype, quantization);
+  out.model = load_base(model_dir, dtype, quantization, torch::kCPU, non_finite);
   if (auto adapter = cli.get("adapter"))
     models::load_peft_adapter(out.model, verified_adapter_dir(*adapter));
   out.model->eval();

@@ -23,9 +23,14 @@ struct CliModel {
   std::unique_ptr<models::Tokenizer> tokenizer;
 };
 
-// The options that give the model (--model, --adapter, --quantization, --dtype, --chat), for
-// the tables of the commands that read answers with one.
+// The options that give the model (--model, --adapter, --quantization, --dtype, --chat,
+// --non-finite-weights), for the tables of the commands that read answers with one.
 std::vector<CliOption> model_options();
+
+// --non-finite-weights error|warn, for every command that loads or imports a model, and its
+// value (`command` prefixes the error of a misspelt one).
+CliOption non_finite_weights_option();
+NonFiniteWeights non_finite_weights(const CliArgs& cli, const std::string& command);
 
 // --quantization, else the model.quantization of the run the adapter sits in,
 // else "none". `log` says when the run's choice is taken.

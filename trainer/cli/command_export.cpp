@@ -15,6 +15,7 @@
 #include "models/gguf_export.h"
 #include "models/peft_adapter.h"
 #include "trainer/cli/cli_args.h"
+#include "trainer/cli/cli_model.h"
 #include "trainer/cli/commands.h"
 #include "trainer/report/model_card.h"
 #include "trainer/run/run_checkpoint.h"
@@ -36,7 +37,8 @@ const CliCommand& export_cli() {
        {"out", "DIR|FILE.gguf", "the directory (or, for gguf, the file) to write (required)"},
        {"gguf-type", "f16|bf16|q8_0", "the GGUF's weight type", "f16"},
        {"model", "BASE_DIR",
-        "the base model (default: the adapter config's base_model_name_or_path)"}}};
+        "the base model (default: the adapter config's base_model_name_or_path)"},
+       non_finite_weights_option()}};
   return command;
 }
 
@@ -55,7 +57,9 @@ int command_export(const Args& raw) {
     fail_at(checkpoint + "/adapter_config.json", "field 'base_model_name_or_path'",
             "base model directory '" + base + "' does not exist; pass --model BASE_DIR");
 
-  auto model = models::load_model(base);
+  models::LoadOptions load;
+  load.non_finite = non_finite_weights(args, "export");
+  auto model = models::load_model(base, load);
   auto adapter = models::load_peft_adapter(model, checkpoint);
   if (format == "gguf") {
     models::merge_adapters(model);

@@ -12,6 +12,7 @@
 #include "models/safetensors.h"
 #include "models/tokenizer.h"
 #include "trainer/cli/cli_args.h"
+#include "trainer/cli/cli_model.h"
 #include "trainer/cli/commands.h"
 #include "trainer/config/config_choices.h"
 #include "trainer/run/run_checkpoint.h"
@@ -38,6 +39,7 @@ const CliCommand& generate_cli() {
        {"top-p", "P", "nucleus sampling's probability mass", "1.0"},
        {"seed", "S", "sampling seed", "0"},
        {"stop", "TEXT", "stop when the text appears", "", true},
+       non_finite_weights_option(),
        {"device", choice_names<Device>(), "where to run (default: cuda when there is one)"},
        {"logits-out", "F.safetensors",
         "also write the prompt's ids and logits, for cross-checks"}}};
@@ -48,10 +50,12 @@ int command_generate(const Args& raw) {
   auto args = parse_cli(generate_cli(), raw);
   args.no_positional();
   std::string model_dir = args.require("model");
+  const NonFiniteWeights non_finite = non_finite_weights(args, "generate");
   if (models::is_gguf_path(model_dir))
-    model_dir = models::gguf_model_dir(model_dir, [](const std::string& line) {
-      std::fprintf(stderr, "[generate] %s\n", line.c_str());
-    });
+    model_dir = models::gguf_model_dir(
+        model_dir,
+        [](const std::string& line) { std::fprintf(stderr, "[generate] %s\n", line.c_str()); },
+        non_finite);
   if (args.has("prompt") == args.has("prompt-file"))
     throw Error("generate: give exactly one of --prompt and --prompt-file");
   if (args.has("greedy") && (args.has("temperature") || args.has("top-p") || args.has("seed")))
@@ -66,8 +70,11 @@ int command_generate(const Args& raw) {
     throw Error("generate: --device cuda: no CUDA device available");
   const torch::Device device(where == Device::cuda ? torch::kCUDA : torch::kCPU);
 
-  auto model =
-      models::load_model(model_dir, device.is_cuda() ? torch::kBFloat16 : torch::kFloat32, device);
+  models::LoadOptions load;
+  load.dtype = device.is_cuda() ? torch::kBFloat16 : torch::kFloat32;
+  load.device = device;
+  load.non_finite = non_finite;
+  auto model = models::load_model(model_dir, load);
   if (auto adapter = args.get("adapter")) {
     auto loaded = models::load_peft_adapter(model, verified_adapter_dir(*adapter));
     std::fprintf(stderr, "[generate] adapter %s: r %lld on %zu layers\n", adapter->c_str(),

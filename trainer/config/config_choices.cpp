@@ -23,6 +23,13 @@ const std::vector<Choice<Quantization>>& choices() {
 }
 
 template <>
+const std::vector<Choice<NonFiniteWeights>>& choices() {
+  static const std::vector<Choice<NonFiniteWeights>> all{{NonFiniteWeights::error, "error"},
+                                                         {NonFiniteWeights::warn, "warn"}};
+  return all;
+}
+
+template <>
 const std::vector<Choice<Resume>>& choices() {
   static const std::vector<Choice<Resume>> all{{Resume::automatic, "auto"},
                                                {Resume::never, "never"}};

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "models/non_finite_weights.h"
 #include "rewards/metrics.h"
 
 namespace citeforge::trainer {
@@ -21,6 +22,7 @@ enum class PpoSchedule { constant, linear };    // linear decays to 0 over the i
 enum class KlEstimator { k1, k3 };              // per-token KL to the reference
 enum class ReadingSources { none, prose };      // the reading split's citations
 enum class Backend { gloo, nccl };              // the process group's
+using models::NonFiniteWeights;                 // error | warn
 using rewards::InvalidCitations;                // penalize | ignore
 
 template <class E>
@@ -53,6 +55,8 @@ template <>
 const std::vector<Choice<Backend>>& choices();
 template <>
 const std::vector<Choice<InvalidCitations>>& choices();
+template <>
+const std::vector<Choice<NonFiniteWeights>>& choices();
 
 template <class E>
 const char* choice_name(E value) {

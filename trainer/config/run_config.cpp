@@ -191,6 +191,7 @@ void visit_model(V& v, ModelSection& m) {
   v.field("dtype", m.dtype);
   v.field("quantization", m.quantization);
   v.field("chat_format", m.chat_format);
+  v.field("non_finite_weights", m.non_finite_weights);
 }
 
 template <class V>

@@ -34,6 +34,8 @@ struct ModelSection {
   Dtype dtype = Dtype::float32;
   Quantization quantization = Quantization::none;
   std::string chat_format = "plain";  // llama2 | mistral | zephyr | plain
+  // A NaN or infinite weight in the checkpoint: refuse it (naming the tensor) or warn and load.
+  NonFiniteWeights non_finite_weights = NonFiniteWeights::error;
 };
 
 struct LoraSection {

@@ -81,8 +81,9 @@ PretrainingData pretraining_sequences(const RunContext& run) {
 // A .gguf model is imported once into the cache (models/gguf_import.h) and read from there like
 // any HF directory; its tokenizer is the imported tokenizer.json.
 void import_gguf_base(RunContext& run) {
-  run.policy.base_model_dir = models::gguf_model_dir(run.setup.config.model.path,
-                                                     [](const std::string& line) { say(line); });
+  run.policy.base_model_dir = models::gguf_model_dir(
+      run.setup.config.model.path, [](const std::string& line) { say(line); },
+      run.setup.config.model.non_finite_weights);
 }
 
 void prepare_tokenizer(RunContext& run) {

@@ -7,17 +7,19 @@
 namespace citeforge::trainer {
 
 models::LlamaForCausalLM load_base(const std::string& dir, Dtype dtype, Quantization quantization,
-                                   torch::Device device) {
+                                   torch::Device device, NonFiniteWeights non_finite) {
   models::LoadOptions load;
   load.dtype = dtype == Dtype::bfloat16 ? torch::kBFloat16 : torch::kFloat32;
   load.device = device;
   load.nf4 = quantization == Quantization::nf4;
+  load.non_finite = non_finite;
   return models::load_model(dir, load);
 }
 
 void load_policy(const RunSetup& setup, RunPolicy& policy) {
   const auto& m = setup.config.model;
-  policy.model = load_base(policy.base_model_dir, m.dtype, m.quantization, setup.device);
+  policy.model =
+      load_base(policy.base_model_dir, m.dtype, m.quantization, setup.device, m.non_finite_weights);
   const bool nf4 = m.quantization == Quantization::nf4;
   torch::manual_seed(setup.config.seed);
   policy.lora.spec = {setup.config.lora.r, setup.config.lora.alpha, setup.config.lora.dropout};

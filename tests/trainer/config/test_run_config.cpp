@@ -31,6 +31,11 @@ TEST_CASE("a minimal config fills in the paper defaults", "[trainer][config]") {
   CHECK(c.sft.batch_size * c.sft.grad_accum == 32);
   CHECK(c.selection.test_set == "validation");  // the first in-distribution test set
   CHECK_FALSE(c.pretrain.enabled);
+  CHECK(c.model.non_finite_weights == trainer::NonFiniteWeights::error);
+  CHECK(parse(kBase, {"model.non_finite_weights=warn"}).model.non_finite_weights ==
+        trainer::NonFiniteWeights::warn);
+  CHECK_THROWS_WITH(parse(kBase, {"model.non_finite_weights=ignore"}),
+                    Contains("model.non_finite_weights") && Contains("error or warn"));
 }
 
 TEST_CASE("the resolved config reads back as the same config", "[trainer][config]") {
