@@ -667,22 +667,34 @@ void nf4_block_scales(const Nf4Weight& weight, const uint8_t* absmax_codes, cons
 
 }  // namespace
 
+namespace {
+
+// The weight's block scales for the kernels, made once (weight.cpu_block_scales) under a lock,
+// since two threads may decode with one model.
+const torch::Tensor& cpu_block_scales(const Nf4Weight& weight) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!weight.cpu_block_scales.defined()) {
+    const int64_t blocks = weight.absmax_codes.numel();
+    auto scales = torch::empty({blocks}, torch::kFloat32);
+    nf4_block_scales(weight, weight.absmax_codes.data_ptr<uint8_t>(), dynamic_map_signed().data(),
+                     weight.absmax_scale.data_ptr<float>(), 0, blocks, scales.data_ptr<float>());
+    weight.cpu_block_scales = scales;
+  }
+  return weight.cpu_block_scales;
+}
+
+}  // namespace
+
 torch::Tensor nf4_matvec_cpu(const torch::Tensor& x, const Nf4Weight& weight) {
   if (!cpu_matvec_supports(weight))
     throw Error("nf4 matvec: the weight is not a CPU [out, in] with in a multiple of 64");
   const int64_t out = weight.shape[0], in = weight.shape[1], blocks = in / kBlock;
   check_input(x, in, "nf4 matvec");
   const uint8_t* packed = weight.packed.data_ptr<uint8_t>();
-  const uint8_t* absmax_codes = weight.absmax_codes.data_ptr<uint8_t>();
-  const float* absmax_scale = weight.absmax_scale.data_ptr<float>();
-  const float* levels = dynamic_map_signed().data();
+  const float* scales = cpu_block_scales(weight).data_ptr<float>();
   return run_rows(x, out, in, packed, in / 2, nf4_kernel, nf4_activation_order,
-                  [&](int64_t o, int64_t n, float* scales) -> const float* {
-                    // The rows' blocks are consecutive: one pass over all of them.
-                    nf4_block_scales(weight, absmax_codes, levels, absmax_scale, o * blocks,
-                                     n * blocks, scales);
-                    return scales;
-                  });
+                  [&](int64_t o, int64_t, float*) { return scales + o * blocks; });
 }
 
 torch::Tensor q16_matvec_cpu(const torch::Tensor& x, const Q16Weight& weight) {

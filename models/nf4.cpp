@@ -191,6 +191,7 @@ Nf4Weight nf4_to(const Nf4Weight& weight, const torch::Device& device) {
   out.packed = weight.packed.to(device);
   out.absmax_codes = weight.absmax_codes.to(device);
   out.absmax_scale = weight.absmax_scale.to(device);
+  out.cpu_block_scales = torch::Tensor();  // remade on first use where it is needed
   return out;
 }
 

@@ -17,12 +17,17 @@ namespace citeforge::models {
 struct Nf4Weight {
   std::vector<int64_t> shape;  // of the original tensor, e.g. [out, in]
   int64_t numel = 0;
-  int64_t blocksize = 64;         // values per absmax block (the last block may be ragged)
+  int64_t blocksize = 64;          // values per absmax block (the last block may be ragged)
   int64_t absmax_blocksize = 256;  // absmax values per second-level block (last may be ragged)
-  torch::Tensor packed;           // uint8 [ceil(numel / 2)]: element 2i in the high nibble
-  torch::Tensor absmax_codes;     // uint8 [ceil(numel / blocksize)]: dynamic-map codes
-  torch::Tensor absmax_scale;     // float32 [ceil(n_blocks / absmax_blocksize)]
-  float absmax_offset = 0;        // mean of the first-level absmax, added back on dequantise
+  torch::Tensor packed;            // uint8 [ceil(numel / 2)]: element 2i in the high nibble
+  torch::Tensor absmax_codes;      // uint8 [ceil(numel / blocksize)]: dynamic-map codes
+  torch::Tensor absmax_scale;      // float32 [ceil(n_blocks / absmax_blocksize)]
+  float absmax_offset = 0;         // mean of the first-level absmax, added back on dequantise
+  // float32 [n_blocks], made by the CPU decoding kernels on first use (models/cpu_matvec.cpp):
+  // each block's absmax recomposed as the reference does, in units of one int16 level. Making
+  // them at every call cost about a fifth of a batch-1 layer; holding them costs 4 bytes a block
+  // (6% of the weight's NF4 bytes). Not part of bytes(); empty off the CPU.
+  mutable torch::Tensor cpu_block_scales;
 
   // Bytes held by the tensors above (the storage cost of the quantised weight).
   int64_t bytes() const;

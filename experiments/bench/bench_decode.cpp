@@ -66,7 +66,13 @@ double step_weight_bytes(models::LlamaForCausalLM& model, bool fused, int64_t ro
   double bytes = 0;
   for (const auto& m : model->modules(/*include_self=*/false))
     if (auto* linear = m->as<models::LinearImpl>())
-      bytes += linear->nf4 ? double(linear->nf4->bytes()) : double(linear->weight.nbytes());
+      if (!linear->nf4)
+        bytes += double(linear->weight.nbytes());
+      else if (fused && rows <= models::kFusedMaxRows &&
+               linear->nf4->cpu_block_scales.defined())  // the kernel's fp32 scales
+        bytes += double(linear->nf4->packed.nbytes() + linear->nf4->cpu_block_scales.nbytes());
+      else
+        bytes += double(linear->nf4->bytes());
   const auto& head = model->model->embed_tokens->weight;
   const bool q16 = fused && rows <= models::kFusedMaxRows;
   bytes += q16 ? double(model->decoding_head.q16.bytes())
