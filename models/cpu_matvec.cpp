@@ -52,7 +52,7 @@ constexpr int64_t element_at(ActivationOrder order, int64_t p) {
 // ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)).
 constexpr int kLanes = 8;
 constexpr int64_t kMaxRows = 8;    // activation rows per kernel call (the caller splits more)
-constexpr int64_t kTileRows = 32;  // output rows per kernel call, their block scales made at once
+constexpr int64_t kTileRows = 32;  // output rows per kernel call
 
 // The NF4 levels as int16, split into low and high bytes for the byte-shuffle lookups.
 struct LevelTables {
@@ -516,14 +516,13 @@ void check_input(const torch::Tensor& x, int64_t in, const char* what) {
 }
 
 // Runs the row kernel `pick` gives for this CPU over every output row (`codes_per_row` codes
-// each), in parallel over rows, each call on at most kMaxRows activation rows.
-// `weight_scales(o, n, scratch)` returns the block scales of rows o to o + n - 1 (n <= kTileRows),
-// in `scratch` where it computes them.
-// `order(isa)` is the activation order the path's kernel reads.
-template <class Code, class ScaleFn>
+// and `in / 64` block scales of `weight_scales` each), in parallel over rows, kTileRows output
+// rows and at most kMaxRows activation rows a call. `order(isa)` is the activation order the
+// path's kernel reads.
+template <class Code>
 torch::Tensor run_rows(const torch::Tensor& x, int64_t out, int64_t in, const Code* codes,
-                       int64_t codes_per_row, RowKernel<Code> (*pick)(CpuIsa, int64_t),
-                       ActivationOrder (*order)(CpuIsa), ScaleFn weight_scales) {
+                       int64_t codes_per_row, const float* weight_scales,
+                       RowKernel<Code> (*pick)(CpuIsa, int64_t), ActivationOrder (*order)(CpuIsa)) {
   // Chosen once per call: every chunk of activation rows has kMaxRows of them but the last.
   const CpuIsa isa = active_cpu_isa();
   const auto x32 = x.to(torch::kFloat32).contiguous();
@@ -535,16 +534,14 @@ torch::Tensor run_rows(const torch::Tensor& x, int64_t out, int64_t in, const Co
   float* y_data = y.data_ptr<float>();
   const int64_t grain = std::max<int64_t>(1, 32768 / in);
   at::parallel_for(0, out, grain, [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(static_cast<size_t>(kTileRows * blocks));
     for (int64_t o = begin; o < end; o += kTileRows) {
       const int64_t n_out = std::min(kTileRows, end - o);
-      const float* scales = weight_scales(o, n_out, scratch.data());
       for (int64_t r0 = 0; r0 < rows; r0 += kMaxRows) {
         const int64_t n = std::min(kMaxRows, rows - r0);
-        (n == kMaxRows ? full : last)(
-            codes + o * codes_per_row,
-            RowJob{scales, q.codes.data() + r0 * in, q.scales.data() + r0 * blocks, in, n,
-                   y_data + r0 * out + o, out, n_out, codes_per_row});
+        (n == kMaxRows ? full : last)(codes + o * codes_per_row,
+                                      RowJob{weight_scales + o * blocks, q.codes.data() + r0 * in,
+                                             q.scales.data() + r0 * blocks, in, n,
+                                             y_data + r0 * out + o, out, n_out, codes_per_row});
       }
     }
   });
@@ -648,39 +645,25 @@ bool cpu_matvec_supports(const Nf4Weight& weight) {
 
 namespace {
 
-// The block scales of blocks first .. first + count - 1, in units of one int16 level: each block
-// absmax as nf4_dequantize_reference recomposes it (multiply, then add), times the inverse level
-// scale (a power of two: exact).
-void nf4_block_scales(const Nf4Weight& weight, const uint8_t* absmax_codes, const float* levels,
-                      const float* absmax_scale, int64_t first, int64_t count, float* out) {
-  // The second-level block advances by counting, not dividing: an integer division per block
-  // cost more than the block's arithmetic.
-  int64_t group = first / weight.absmax_blocksize;
-  int64_t left = weight.absmax_blocksize - first % weight.absmax_blocksize;
-  for (int64_t b = 0; b < count; ++b, --left) {
-    if (left == 0) ++group, left = weight.absmax_blocksize;
-    float absmax = levels[absmax_codes[first + b]] * absmax_scale[group];
-    absmax = absmax + weight.absmax_offset;
-    out[b] = absmax * (1.0f / kLevelScale);
-  }
-}
-
-}  // namespace
-
-namespace {
-
-// The weight's block scales for the kernels, made once (weight.cpu_block_scales) under a lock,
-// since two threads may decode with one model.
+// The weight's block scales for the kernels (weight.cpu_block_scales), made once under a lock,
+// since two threads may decode with one model: each block absmax as nf4_dequantize_reference
+// recomposes it (multiply, then add), times the inverse level scale (a power of two: exact).
 const torch::Tensor& cpu_block_scales(const Nf4Weight& weight) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
-  if (!weight.cpu_block_scales.defined()) {
-    const int64_t blocks = weight.absmax_codes.numel();
-    auto scales = torch::empty({blocks}, torch::kFloat32);
-    nf4_block_scales(weight, weight.absmax_codes.data_ptr<uint8_t>(), dynamic_map_signed().data(),
-                     weight.absmax_scale.data_ptr<float>(), 0, blocks, scales.data_ptr<float>());
-    weight.cpu_block_scales = scales;
+  if (weight.cpu_block_scales.defined()) return weight.cpu_block_scales;
+  const int64_t count = weight.absmax_codes.numel();
+  auto scales = torch::empty({count}, torch::kFloat32);
+  const uint8_t* codes = weight.absmax_codes.data_ptr<uint8_t>();
+  const float* levels = dynamic_map_signed().data();
+  const float* group_scale = weight.absmax_scale.data_ptr<float>();
+  float* out = scales.data_ptr<float>();
+  for (int64_t b = 0; b < count; ++b) {
+    float absmax = levels[codes[b]] * group_scale[b / weight.absmax_blocksize];
+    absmax = absmax + weight.absmax_offset;
+    out[b] = absmax * (1.0f / kLevelScale);
   }
+  weight.cpu_block_scales = scales;
   return weight.cpu_block_scales;
 }
 
@@ -689,23 +672,18 @@ const torch::Tensor& cpu_block_scales(const Nf4Weight& weight) {
 torch::Tensor nf4_matvec_cpu(const torch::Tensor& x, const Nf4Weight& weight) {
   if (!cpu_matvec_supports(weight))
     throw Error("nf4 matvec: the weight is not a CPU [out, in] with in a multiple of 64");
-  const int64_t out = weight.shape[0], in = weight.shape[1], blocks = in / kBlock;
+  const int64_t out = weight.shape[0], in = weight.shape[1];
   check_input(x, in, "nf4 matvec");
-  const uint8_t* packed = weight.packed.data_ptr<uint8_t>();
-  const float* scales = cpu_block_scales(weight).data_ptr<float>();
-  return run_rows(x, out, in, packed, in / 2, nf4_kernel, nf4_activation_order,
-                  [&](int64_t o, int64_t, float*) { return scales + o * blocks; });
+  return run_rows(x, out, in, weight.packed.data_ptr<uint8_t>(), in / 2,
+                  cpu_block_scales(weight).data_ptr<float>(), nf4_kernel, nf4_activation_order);
 }
 
 torch::Tensor q16_matvec_cpu(const torch::Tensor& x, const Q16Weight& weight) {
-  const int64_t out = weight.out_features, in = weight.in_features, blocks = in / kBlock;
+  const int64_t out = weight.out_features, in = weight.in_features;
   check_input(x, in, "q16 matvec");
-  const int16_t* codes = weight.codes.data_ptr<int16_t>();
-  const float* scales = weight.scales.data_ptr<float>();
   // The Q16 copy stores its block scales row by row already.
-  return run_rows(
-      x, out, in, codes, in, q16_kernel, [](CpuIsa) { return ActivationOrder::lanes; },
-      [&](int64_t o, int64_t, float*) { return scales + o * blocks; });
+  return run_rows(x, out, in, weight.codes.data_ptr<int16_t>(), in, weight.scales.data_ptr<float>(),
+                  q16_kernel, [](CpuIsa) { return ActivationOrder::lanes; });
 }
 
 }  // namespace citeforge::models
