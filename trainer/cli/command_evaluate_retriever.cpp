@@ -123,8 +123,9 @@ const std::vector<std::string>& tested_metrics() {
 }
 
 // One scenario's citation scores, per question and in aggregate, with the paired tests against
-// chance (p-values not yet adjusted; see adjust_holm).
+// chance (p-values not yet adjusted; add_paired_tests adjusts them).
 struct ScoredScenario {
+  std::string name;  // "given", "rtg", "gtr", "random"
   EvalRecord record;
   std::vector<PairedComparison> against_chance;
   nlohmann::ordered_json summary;
@@ -140,6 +141,7 @@ ScoredScenario score_scenario(const ScenarioAnswers& s,
                   [&](const data::Example& e) { return e.references.count(*reference) > 0; }))
     options.overlap_reference = reference;
   ScoredScenario scored;
+  scored.name = s.name;
   scored.record = evaluate_answers(s.examples, s.answers, options);
   for (const auto& c : paired_comparisons(scored.record, nullptr, nullptr))
     if (std::find(tested_metrics().begin(), tested_metrics().end(), c.metric) !=
@@ -174,32 +176,31 @@ ScoredScenario score_scenario(const ScenarioAnswers& s,
 
 // Each scenario's "paired" object: {chance: {metric: {difference, count, ci_low, ci_high, p,
 // p_holm}}}, p_holm adjusted over every test of `scenarios` as one family, as the tables do.
-void add_paired_tests(std::vector<ScoredScenario*> scenarios) {
+void add_paired_tests(std::vector<ScoredScenario>& scenarios) {
   std::vector<double> p_values;
-  for (const auto* s : scenarios)
-    for (const auto& c : s->against_chance) p_values.push_back(c.test.p_value);
+  for (const auto& s : scenarios)
+    for (const auto& c : s.against_chance) p_values.push_back(c.test.p_value);
   const std::vector<double> holm = rewards::holm_adjusted(p_values);
   std::size_t k = 0;
-  for (auto* s : scenarios) {
-    auto paired = paired_to_json(s->against_chance);
-    for (const auto& c : s->against_chance)
+  for (auto& s : scenarios) {
+    auto paired = paired_to_json(s.against_chance);
+    for (const auto& c : s.against_chance)
       paired["chance"][c.metric]["p_holm"] = json_number(holm[k++]);
-    s->summary["paired"] = paired;
+    s.summary["paired"] = paired;
   }
 }
 
 // scores.jsonl: one line per question, every scenario's per-question metric columns as
 // "<scenario>_<metric>" (chance columns as "<scenario>_chance_<metric>").
-void write_scores(const std::string& out, const std::vector<const ScoredScenario*>& scenarios,
-                  const std::vector<std::string>& names) {
+void write_scores(const std::string& out, const std::vector<ScoredScenario>& scenarios) {
   std::string text;
-  const std::size_t questions = scenarios.front()->record.ids.size();
-  for (std::size_t i = 0; i < questions; ++i) {
+  const auto& ids = scenarios.front().record.ids;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
     nlohmann::ordered_json line;
-    line["id"] = scenarios.front()->record.ids[i];
-    for (std::size_t s = 0; s < scenarios.size(); ++s)
-      for (const auto& [metric, values] : scenarios[s]->record.metrics)
-        line[names[s] + "_" + metric] = json_number(values[i]);
+    line["id"] = ids[i];
+    for (const auto& s : scenarios)
+      for (const auto& [metric, values] : s.record.metrics)
+        line[s.name + "_" + metric] = json_number(values[i]);
     text += line.dump() + "\n";
   }
   std::filesystem::create_directories(out);
@@ -405,16 +406,10 @@ nlohmann::ordered_json evaluate_model_answers(const CliArgs& cli,
   answers["questions"] = limit;
   answers["scenarios"] = nlohmann::ordered_json::object();
   std::vector<ScoredScenario> scored;
-  std::vector<std::string> names;
-  for (const auto* scenario : {&s.given, &s.rtg, &s.gtr, &s.random}) {
+  for (const auto* scenario : {&s.given, &s.rtg, &s.gtr, &s.random})
     scored.push_back(score_scenario(*scenario, reference));
-    names.push_back(scenario->name);
-  }
-  std::vector<ScoredScenario*> family;
-  for (auto& sc : scored) family.push_back(&sc);
-  add_paired_tests(family);
-  for (std::size_t i = 0; i < scored.size(); ++i)
-    answers["scenarios"][names[i]] = scored[i].summary;
+  add_paired_tests(scored);
+  for (const auto& sc : scored) answers["scenarios"][sc.name] = sc.summary;
   answers["paired_note"] =
       "each scenario against its chance reference on the same questions; p_holm adjusted over "
       "the scenarios x metrics of this summary";
@@ -428,7 +423,7 @@ nlohmann::ordered_json evaluate_model_answers(const CliArgs& cli,
   print_answer_scores(answers, reference);
   if (auto out = cli.get("out")) {
     write_scenario_answers(*out, examples, s, judged);
-    write_scores(*out, {&scored[0], &scored[1], &scored[2], &scored[3]}, names);
+    write_scores(*out, scored);
   }
   return answers;
 }
