@@ -18,6 +18,7 @@
 #include "trainer/cli/cli_model.h"
 #include "trainer/cli/commands.h"
 #include "trainer/report/model_card.h"
+#include "trainer/run/policy.h"
 #include "trainer/run/run_checkpoint.h"
 #include "trainer/run/train_checkpoint.h"
 
@@ -57,9 +58,8 @@ int command_export(const Args& raw) {
     fail_at(checkpoint + "/adapter_config.json", "field 'base_model_name_or_path'",
             "base model directory '" + base + "' does not exist; pass --model BASE_DIR");
 
-  models::LoadOptions load;
-  load.non_finite = non_finite_weights(args, "export");
-  auto model = models::load_model(base, load);
+  auto model = load_base(base, Dtype::float32, Quantization::none, torch::kCPU,
+                         non_finite_weights(args, "export"));
   auto adapter = models::load_peft_adapter(model, checkpoint);
   if (format == "gguf") {
     models::merge_adapters(model);

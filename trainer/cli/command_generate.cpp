@@ -15,6 +15,7 @@
 #include "trainer/cli/cli_model.h"
 #include "trainer/cli/commands.h"
 #include "trainer/config/config_choices.h"
+#include "trainer/run/policy.h"
 #include "trainer/run/run_checkpoint.h"
 
 namespace citeforge::trainer {
@@ -70,11 +71,8 @@ int command_generate(const Args& raw) {
     throw Error("generate: --device cuda: no CUDA device available");
   const torch::Device device(where == Device::cuda ? torch::kCUDA : torch::kCPU);
 
-  models::LoadOptions load;
-  load.dtype = device.is_cuda() ? torch::kBFloat16 : torch::kFloat32;
-  load.device = device;
-  load.non_finite = non_finite;
-  auto model = models::load_model(model_dir, load);
+  auto model = load_base(model_dir, device.is_cuda() ? Dtype::bfloat16 : Dtype::float32,
+                         Quantization::none, device, non_finite);
   if (auto adapter = args.get("adapter")) {
     auto loaded = models::load_peft_adapter(model, verified_adapter_dir(*adapter));
     std::fprintf(stderr, "[generate] adapter %s: r %lld on %zu layers\n", adapter->c_str(),
