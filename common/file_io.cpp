@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "common/error.h"
 
@@ -22,25 +23,51 @@ std::string read_file(const std::string& path) {
   return out.str();
 }
 
-void write_file_atomically(const std::string& path, const std::string& bytes) {
+AtomicFileWriter::AtomicFileWriter(std::string target) : path(std::move(target)) {
   namespace fs = std::filesystem;
-  fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) fail_at(tmp, "", std::string("cannot create: ") + std::strerror(errno));
+  const fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  temp = path + ".tmp." + std::to_string(getpid());
+  fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) fail_at(temp, "", std::string("cannot create: ") + std::strerror(errno));
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (committed) return;
+  if (fd >= 0) ::close(fd);
+  ::unlink(temp.c_str());
+}
+
+void AtomicFileWriter::write(const void* data, size_t size) {
+  const char* bytes = static_cast<const char*>(data);
   size_t written = 0;
-  while (written < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+  while (written < size) {
+    const ssize_t n = ::write(fd, bytes + written, size - written);
     if (n < 0) {
       if (errno == EINTR) continue;
-      ::close(fd);
-      fail_at(tmp, "", std::string("write failed: ") + std::strerror(errno));
+      fail_at(temp, "", std::string("write failed: ") + std::strerror(errno));
     }
     written += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) fail_at(tmp, "", "fsync/close failed");
-  fs::rename(tmp, target);
+}
+
+void AtomicFileWriter::commit() {
+  const int closing = fd;
+  fd = -1;
+  if (::fsync(closing) != 0) {
+    ::close(closing);
+    fail_at(temp, "", std::string("fsync failed: ") + std::strerror(errno));
+  }
+  if (::close(closing) != 0)
+    fail_at(temp, "", std::string("close failed: ") + std::strerror(errno));
+  std::filesystem::rename(temp, path);
+  committed = true;
+}
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+  AtomicFileWriter out(path);
+  out.write(bytes.data(), bytes.size());
+  out.commit();
 }
 
 }  // namespace citeforge

@@ -1,6 +1,7 @@
 // Small file helpers shared by every folder.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace citeforge {
@@ -11,6 +12,23 @@ std::string read_file(const std::string& path);
 // Writes `bytes` to `path` via a temporary file in the same directory, fsyncs it and renames it
 // into place, so readers see either the old or the new content, never a torn file.
 void write_file_atomically(const std::string& path, const std::string& bytes);
+
+// The same in pieces, for files too large to hold in memory: write() appends to a temporary
+// file beside `path` (PATH.tmp.PID), commit() fsyncs it and renames it into place, and a writer
+// destroyed before commit() (an error on the way) removes its temporary file.
+struct AtomicFileWriter {
+  explicit AtomicFileWriter(std::string path);
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  ~AtomicFileWriter();
+
+  void write(const void* data, size_t size);
+  void commit();
+
+  std::string path, temp;
+  int fd = -1;
+  bool committed = false;
+};
 
 // Appends one line (a JSON record) to `path` and flushes it, so a killed run keeps every record
 // written before it died.

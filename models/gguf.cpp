@@ -4,9 +4,10 @@
 #include <c10/util/Half.h>
 
 #include <cstring>
+#include <string_view>
 
 #include "common/error.h"
-#include "common/file_io.h"
+#include "common/mapped_file.h"
 
 namespace citeforge::models {
 namespace {
@@ -15,7 +16,7 @@ using Type = GgufValue::Type;
 
 // A bounds-checked little-endian cursor over the file; every overrun names what was being read.
 struct Reader {
-  const std::string& bytes;
+  std::string_view bytes;
   const std::string& path;
   uint64_t pos = 0;
 
@@ -34,7 +35,7 @@ struct Reader {
   std::string text(const std::string& what) {
     auto length = scalar<uint64_t>(what);
     need(length, what);
-    std::string s = bytes.substr(pos, length);
+    std::string s(bytes.substr(pos, length));
     pos += length;
     return s;
   }
@@ -214,9 +215,9 @@ const GgufTensor* GgufFile::find(const std::string& name) const {
 GgufFile read_gguf(const std::string& path) {
   GgufFile file;
   file.path = path;
-  file.bytes = std::make_shared<const std::string>(read_file(path));
-  Reader in{*file.bytes, path};
-  if (file.bytes->size() < 4 || file.bytes->compare(0, 4, "GGUF") != 0)
+  file.mapping = map_file(path);
+  Reader in{file.mapping->bytes(), path};
+  if (in.bytes.size() < 4 || in.bytes.substr(0, 4) != "GGUF")
     fail_at(path, "", "not a GGUF file (bad magic)");
   in.pos = 4;
   file.version = in.scalar<uint32_t>("the version");
@@ -274,7 +275,7 @@ GgufFile read_gguf(const std::string& path) {
     file.tensors.push_back(std::move(t));
   }
   file.data_offset = (in.pos + file.alignment - 1) / file.alignment * file.alignment;
-  const uint64_t size = file.bytes->size();
+  const uint64_t size = file.mapping->size;
   for (const auto& t : file.tensors) {
     if (file.data_offset > size || t.offset > size - file.data_offset ||
         t.bytes > size - file.data_offset - t.offset)
@@ -292,6 +293,11 @@ void require_supported_type(const GgufFile& file, const GgufTensor& tensor) {
                 " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1)");
 }
 
+void release_tensor_pages(const GgufFile& file, const GgufTensor& tensor) {
+  const uint64_t begin = file.data_offset + tensor.offset;
+  release_pages(*file.mapping, begin, begin + tensor.bytes);
+}
+
 torch::Tensor dequantize(const GgufFile& file, const GgufTensor& tensor) {
   require_supported_type(file, tensor);
   auto layout = layout_of(tensor.type);
@@ -301,7 +307,7 @@ torch::Tensor dequantize(const GgufFile& file, const GgufTensor& tensor) {
   auto out = torch::empty(shape, torch::kFloat32);
   float* dst = out.data_ptr<float>();
   const auto* src =
-      reinterpret_cast<const unsigned char*>(file.bytes->data() + file.data_offset + tensor.offset);
+      reinterpret_cast<const unsigned char*>(file.mapping->data + file.data_offset + tensor.offset);
   switch (static_cast<GgmlType>(tensor.type)) {
     case GgmlType::kF32:
       std::memcpy(dst, src, count * 4);

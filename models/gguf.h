@@ -12,6 +12,8 @@
 #include <variant>
 #include <vector>
 
+#include "common/mapped_file.h"
+
 namespace citeforge::models {
 
 // One metadata value. Arrays hold their elements as values of the element type.
@@ -70,8 +72,8 @@ struct GgufFile {
   std::map<std::string, GgufValue> metadata;
   std::vector<GgufTensor> tensors;
   uint64_t alignment = 32;
-  uint64_t data_offset = 0;                  // where the data section starts in the file
-  std::shared_ptr<const std::string> bytes;  // the whole file
+  uint64_t data_offset = 0;                   // where the data section starts in the file
+  std::shared_ptr<const MappedFile> mapping;  // the whole file, mapped: paged in as it is read
 
   bool has(const std::string& key) const { return metadata.count(key) > 0; }
   // The value of `key`; a missing key is an Error naming the file and the key.
@@ -79,10 +81,11 @@ struct GgufFile {
   const GgufTensor* find(const std::string& name) const;
 };
 
-// Reads and validates a GGUF file: magic, version, every metadata entry, every tensor's
-// directory entry and that its bytes lie inside the file. Any defect (truncation, bad magic,
-// an offset past the end, a misaligned tensor) is an Error naming the file and what is wrong.
-// Tensors of types this reader cannot dequantise are listed; dequantize() names them.
+// Maps and validates a GGUF file: magic, version, every metadata entry, every tensor's
+// directory entry and that its bytes lie inside the file. Nothing of the tensor data is read. Any
+// defect (truncation, bad magic, an offset past the end, a misaligned tensor) is an Error naming
+// the file and what is wrong. Tensors of types this reader cannot dequantise are listed;
+// dequantize() names them.
 GgufFile read_gguf(const std::string& path);
 
 // The tensor as float32 in PyTorch order (dims reversed, so a ggml [ne0, ne1] matrix becomes
@@ -92,5 +95,9 @@ torch::Tensor dequantize(const GgufFile& file, const GgufTensor& tensor);
 
 // An Error naming the tensor when dequantize() cannot read its type.
 void require_supported_type(const GgufFile& file, const GgufTensor& tensor);
+
+// Hands the tensor's pages of the mapping back once it has been converted, so that reading a
+// checkpoint tensor by tensor keeps at most one tensor's bytes resident.
+void release_tensor_pages(const GgufFile& file, const GgufTensor& tensor);
 
 }  // namespace citeforge::models

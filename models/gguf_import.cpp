@@ -69,8 +69,9 @@ std::optional<std::pair<std::string, std::string>> block_part(const std::string&
   return std::make_pair(std::move(layer), name.substr(dot + 1));
 }
 
-// HF name of a GGUF tensor name, "" for names outside the Llama layout.
-std::string hf_name(const std::string& name) {
+}  // namespace
+
+std::string gguf_hf_name(const std::string& name) {
   for (const auto& [g, h] : global_names())
     if (name == g) return h;
   if (const auto part = block_part(name, "blk."))
@@ -78,6 +79,8 @@ std::string hf_name(const std::string& name) {
       if (part->second == g) return "model.layers." + part->first + "." + h;
   return "";
 }
+
+namespace {
 
 // llama.cpp's converter reorders each head's rows from [first half; second half] to interleaved
 // pairs; viewing the rows as [heads, half, 2] and swapping the last two axes restores HF's order.
@@ -161,21 +164,34 @@ ModelConfig gguf_model_config(const GgufFile& file) {
   return c;
 }
 
-std::vector<std::pair<std::string, torch::Tensor>> gguf_hf_weights(const GgufFile& file,
-                                                                   const ModelConfig& config,
-                                                                   NonFiniteWeights non_finite) {
-  std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const auto& t : file.tensors) {
-    std::string name = hf_name(t.name);
-    if (name.empty())
-      fail_at(file.path, "tensor '" + t.name + "'", "not part of a Llama checkpoint");
-    torch::Tensor w = dequantize(file, t);
-    check_finite(file.path, t.name, w, non_finite);
-    if (name.ends_with("q_proj.weight")) w = unpermute_rows(w, config.num_heads);
-    if (name.ends_with("k_proj.weight")) w = unpermute_rows(w, config.num_kv_heads);
-    out.emplace_back(std::move(name), std::move(w));
+torch::Tensor gguf_hf_weight(const GgufFile& file, const ModelConfig& config,
+                             const GgufTensor& tensor, NonFiniteWeights non_finite) {
+  const std::string name = gguf_hf_name(tensor.name);
+  if (name.empty())
+    fail_at(file.path, "tensor '" + tensor.name + "'", "not part of a Llama checkpoint");
+  torch::Tensor w = dequantize(file, tensor);
+  check_finite(file.path, tensor.name, w, non_finite);
+  if (name.ends_with("q_proj.weight")) w = unpermute_rows(w, config.num_heads);
+  if (name.ends_with("k_proj.weight")) w = unpermute_rows(w, config.num_kv_heads);
+  return w;
+}
+
+ImportDtype import_dtype_by_name(const std::string& name, const std::string& where) {
+  for (auto dtype : {ImportDtype::source, ImportDtype::float32, ImportDtype::bfloat16})
+    if (name == import_dtype_name(dtype)) return dtype;
+  throw Error(where + ": unknown dtype '" + name + "' (source, float32 or bfloat16)");
+}
+
+const char* import_dtype_name(ImportDtype dtype) {
+  switch (dtype) {
+    case ImportDtype::source:
+      return "source";
+    case ImportDtype::float32:
+      return "float32";
+    case ImportDtype::bfloat16:
+      return "bfloat16";
   }
-  return out;
+  return "?";
 }
 
 BpeVocabulary gguf_vocabulary(const GgufFile& file) {
@@ -234,6 +250,34 @@ std::string gguf_chat_template(const GgufFile& file) {
 
 namespace {
 
+// The type a tensor of ggml type `type` is written in.
+torch::ScalarType written_type(uint32_t type, ImportDtype dtype) {
+  if (dtype == ImportDtype::float32) return torch::kFloat32;
+  if (dtype == ImportDtype::bfloat16) return torch::kBFloat16;
+  switch (static_cast<GgmlType>(type)) {
+    case GgmlType::kF32:
+      return torch::kFloat32;
+    case GgmlType::kF16:
+      return torch::kFloat16;
+    default:
+      return torch::kBFloat16;  // BF16, and the quantised types: bf16 holds their 4-8 bits
+  }
+}
+
+// config.json's torch_dtype: the type most of the written weights are in, as HF writes it.
+std::string bulk_dtype(const std::vector<SafetensorsSpec>& specs) {
+  std::map<torch::ScalarType, int64_t> weights;
+  for (const auto& spec : specs) {
+    int64_t count = 1;
+    for (int64_t d : spec.shape) count *= d;
+    weights[spec.dtype] += count;
+  }
+  torch::ScalarType bulk = torch::kFloat32;
+  for (const auto& [type, count] : weights)
+    if (count > weights[bulk]) bulk = type;
+  return bulk == torch::kBFloat16 ? "bfloat16" : bulk == torch::kFloat16 ? "float16" : "float32";
+}
+
 // A killed import leaves its work folder (PREFIX<pid>, or PREFIX<pid>.importing-<pid> when the
 // cache's import was killed inside import_gguf) behind: the next import in the same place removes
 // those whose process is gone, and says so.
@@ -257,7 +301,7 @@ void remove_abandoned(const fs::path& parent, const std::string& prefix,
 }  // namespace
 
 void import_gguf(const std::string& gguf_path, const std::string& out_dir,
-                 void (*log)(const std::string&), NonFiniteWeights non_finite) {
+                 void (*log)(const std::string&), NonFiniteWeights non_finite, ImportDtype dtype) {
   auto say = [&](const std::string& line) {
     if (log) log(line);
   };
@@ -267,12 +311,14 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
   ModelConfig config = gguf_model_config(file);
   // Every tensor the metadata implies, with its shape, before anything is dequantised or written.
   std::map<std::string, std::vector<int64_t>> present;
+  std::vector<SafetensorsSpec> specs;
   for (const auto& t : file.tensors) {
-    const std::string name = hf_name(t.name);
+    const std::string name = gguf_hf_name(t.name);
     if (name.empty())
       fail_at(file.path, "tensor '" + t.name + "'", "not part of a Llama checkpoint");
     require_supported_type(file, t);
     present[name] = std::vector<int64_t>(t.dims.rbegin(), t.dims.rend());
+    specs.push_back({name, written_type(t.type, dtype), present[name]});
   }
   check_model_tensors(config, present, gguf_path);
   BpeVocabulary vocab = gguf_vocabulary(file);
@@ -282,7 +328,6 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
   BpeTokenizer check(vocab, gguf_path);
   say("read " + gguf_path + ": " + std::to_string(file.tensors.size()) + " tensors, " +
       std::to_string(config.num_layers) + " layers, vocab " + std::to_string(config.vocab_size));
-  auto weights = gguf_hf_weights(file, config, non_finite);
   const fs::path target = fs::absolute(out_dir);
   const fs::path temp = target.parent_path() / ("." + target.filename().string() + ".importing-" +
                                                 std::to_string(::getpid()));
@@ -290,8 +335,16 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
   fs::remove_all(temp);
   fs::create_directories(temp);
   try {
-    write_safetensors((temp / "model.safetensors").string(), weights, {{"format", "pt"}});
-    weights.clear();
+    write_safetensors_streamed((temp / "model.safetensors").string(), specs,
+                               [&](size_t i) {
+                                 const GgufTensor& t = file.tensors[i];
+                                 torch::Tensor w =
+                                     gguf_hf_weight(file, config, t, non_finite).to(specs[i].dtype);
+                                 release_tensor_pages(file, t);
+                                 return w;
+                               },
+                               {{"format", "pt"}});
+    config.dtype = bulk_dtype(specs);
     write_file_atomically((temp / "config.json").string(),
                           model_config_to_json(config).dump(2) + "\n");
     json generation = {{"bos_token_id", config.bos_token_id},
@@ -317,7 +370,8 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
 }
 
 std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::string&),
-                           NonFiniteWeights non_finite) {
+                           NonFiniteWeights non_finite, torch::ScalarType compute) {
+  const ImportDtype dtype = compute == torch::kFloat32 ? ImportDtype::float32 : ImportDtype::source;
   if (!fs::is_regular_file(gguf_path)) fail_at(gguf_path, "", "GGUF file not found");
   const char* cache = std::getenv("CITEFORGE_CACHE");
   const char* home = std::getenv("HOME");
@@ -325,9 +379,13 @@ std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::
   struct stat info {};
   if (::stat(gguf_path.c_str(), &info) != 0) fail_at(gguf_path, "", "cannot stat");
   const auto stamp = static_cast<long long>(info.st_mtime);
-  const fs::path dir = root / "imported" /
-                       (fs::path(gguf_path).stem().string() + "-" +
-                        std::to_string(fs::file_size(gguf_path)) + "-" + std::to_string(stamp));
+  // fp32 imports keep the name they had before imports came in other types.
+  const std::string suffix =
+      dtype == ImportDtype::float32 ? "" : std::string("-") + import_dtype_name(dtype);
+  const fs::path dir =
+      root / "imported" /
+      (fs::path(gguf_path).stem().string() + "-" + std::to_string(fs::file_size(gguf_path)) + "-" +
+       std::to_string(stamp) + suffix);
   if (fs::exists(dir / "model.safetensors")) return dir.string();
   if (log) log("importing " + gguf_path + " once into " + dir.string());
   fs::create_directories(dir.parent_path());
@@ -337,7 +395,7 @@ std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::
   remove_abandoned(dir.parent_path(), dir.filename().string() + ".by-", log);
   remove_abandoned(dir.parent_path(), "." + dir.filename().string() + ".by-", log);
   fs::remove_all(mine);
-  import_gguf(gguf_path, mine.string(), log, non_finite);
+  import_gguf(gguf_path, mine.string(), log, non_finite, dtype);
   std::error_code error;
   fs::rename(mine, dir, error);
   if (error) {

@@ -1,10 +1,5 @@
 #include "models/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -21,17 +16,6 @@ namespace citeforge::models {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-struct MappedFile {
-  std::string path;
-  void* base = nullptr;
-  size_t size = 0;
-  size_t data_offset = 0;  // 8 + header length
-
-  ~MappedFile() {
-    if (base && base != MAP_FAILED) munmap(base, size);
-  }
-};
 
 namespace {
 
@@ -61,43 +45,22 @@ const DtypeInfo& dtype_by_type(torch::ScalarType type, const std::string& tensor
               " cannot be stored in safetensors");
 }
 
-std::shared_ptr<MappedFile> map_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) fail_at(path, "", std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    ::close(fd);
-    fail_at(path, "", "cannot stat");
-  }
-  auto file = std::make_shared<MappedFile>();
-  file->path = path;
-  file->size = static_cast<size_t>(st.st_size);
-  if (file->size > 0) {
-    file->base = mmap(nullptr, file->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (file->base == MAP_FAILED) {
-      ::close(fd);
-      fail_at(path, "", "mmap failed");
-    }
-  }
-  ::close(fd);  // the mapping stays valid without the descriptor
-  return file;
-}
-
 // Parses one file's header and adds its tensors to `out`. `expected` (from a shard index)
 // lists the names this file must hold.
 void add_file(SafetensorsCheckpoint& out, const std::string& path) {
   auto file = map_file(path);
+  const char* base = file->data;
   if (file->size < 8)
     fail_at(path, "header",
             "file is " + std::to_string(file->size) + " bytes, too short for a safetensors header");
   uint64_t header_len = 0;
-  std::memcpy(&header_len, file->base, 8);  // little-endian on every platform we build for
+  std::memcpy(&header_len, base, 8);  // little-endian on every platform we build for
   if (header_len > file->size - 8)
     fail_at(path, "header",
             "header length " + std::to_string(header_len) + " exceeds the file size " +
                 std::to_string(file->size) + " (truncated or not a safetensors file)");
-  file->data_offset = 8 + header_len;
-  const char* header_text = static_cast<const char*>(file->base) + 8;
+  const size_t section = 8 + header_len;
+  const char* header_text = base + 8;
   json header;
   try {
     header = json::parse(header_text, header_text + header_len);
@@ -105,7 +68,7 @@ void add_file(SafetensorsCheckpoint& out, const std::string& path) {
     fail_at(path, "header", std::string("invalid JSON: ") + e.what());
   }
   if (!header.is_object()) fail_at(path, "header", "expected a JSON object");
-  const size_t data_size = file->size - file->data_offset;
+  const size_t data_size = file->size - section;
   std::vector<std::tuple<size_t, size_t, std::string>> ranges;  // this file's, for the layout check
   for (auto& [name, info] : header.items()) {
     if (name == "__metadata__") {
@@ -122,6 +85,7 @@ void add_file(SafetensorsCheckpoint& out, const std::string& path) {
     TensorEntry entry;
     entry.file = path;
     entry.mapping = file;
+    entry.section = section;
     try {
       entry.dtype = info["dtype"].get<std::string>();
       entry.shape = info["shape"].get<std::vector<int64_t>>();
@@ -217,7 +181,7 @@ torch::Tensor SafetensorsCheckpoint::get(const std::string& name) const {
   const TensorEntry& e = it->second;
   const DtypeInfo* dtype = dtype_by_name(e.dtype);
   auto mapping = e.mapping;
-  char* data = static_cast<char*>(mapping->base) + mapping->data_offset + e.begin;
+  char* data = const_cast<char*>(mapping->data) + e.section + e.begin;
   // The deleter holds the mapping alive for as long as any view of it exists.
   return torch::from_blob(
       data, e.shape, [mapping](void*) {}, torch::TensorOptions().dtype(dtype->type));
@@ -248,38 +212,84 @@ SafetensorsCheckpoint open_safetensors(const std::string& path) {
   return out;
 }
 
-std::string serialize_safetensors(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
-                                  const std::map<std::string, std::string>& metadata,
-                                  const std::string& path) {
+namespace {
+
+// The length prefix and JSON header of a file holding `specs` in order, padded so that the data
+// section starts 8-byte aligned. `bytes_of` receives each tensor's byte count.
+std::string header_bytes(const std::vector<SafetensorsSpec>& specs,
+                         const std::map<std::string, std::string>& metadata,
+                         const std::string& path, std::vector<size_t>& bytes_of) {
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::vector<torch::Tensor> cpu;
   size_t offset = 0;
-  for (const auto& [name, tensor] : tensors) {
-    if (header.contains(name)) throw Error(path + ": tensor '" + name + "' given twice");
-    const DtypeInfo& dtype = dtype_by_type(tensor.scalar_type(), name);
-    torch::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
-    size_t bytes = static_cast<size_t>(t.numel()) * dtype.bytes;
-    header[name] = {{"dtype", dtype.name},
-                    {"shape", t.sizes().vec()},
-                    {"data_offsets", {offset, offset + bytes}}};
+  bytes_of.clear();
+  for (const auto& spec : specs) {
+    if (header.contains(spec.name)) throw Error(path + ": tensor '" + spec.name + "' given twice");
+    const DtypeInfo& dtype = dtype_by_type(spec.dtype, spec.name);
+    size_t bytes = dtype.bytes;
+    for (int64_t d : spec.shape) bytes *= static_cast<size_t>(d);
+    header[spec.name] = {
+        {"dtype", dtype.name}, {"shape", spec.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
-    cpu.push_back(t);
+    bytes_of.push_back(bytes);
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data section 8-byte aligned
-  std::string bytes;
-  uint64_t len = text.size();
-  bytes.append(reinterpret_cast<const char*>(&len), 8);
-  bytes += text;
-  for (const auto& t : cpu) bytes.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  const uint64_t len = text.size();
+  return std::string(reinterpret_cast<const char*>(&len), 8) + text;
+}
+
+std::vector<SafetensorsSpec> specs_of(
+    const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
+  std::vector<SafetensorsSpec> specs;
+  for (const auto& [name, tensor] : tensors)
+    specs.push_back({name, tensor.scalar_type(), tensor.sizes().vec()});
+  return specs;
+}
+
+// `tensor` on the CPU and contiguous, checked against the spec the header promised for it.
+torch::Tensor as_written(const torch::Tensor& tensor, const SafetensorsSpec& spec, size_t bytes,
+                         const std::string& path) {
+  torch::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
+  if (t.scalar_type() != spec.dtype || t.sizes().vec() != spec.shape || t.nbytes() != bytes)
+    throw Error(path + ": tensor '" + spec.name + "' is not the dtype and shape its header says");
+  return t;
+}
+
+}  // namespace
+
+std::string serialize_safetensors(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                                  const std::map<std::string, std::string>& metadata,
+                                  const std::string& path) {
+  const auto specs = specs_of(tensors);
+  std::vector<size_t> bytes_of;
+  std::string bytes = header_bytes(specs, metadata, path, bytes_of);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const torch::Tensor t = as_written(tensors[i].second, specs[i], bytes_of[i], path);
+    bytes.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  }
   return bytes;
+}
+
+void write_safetensors_streamed(const std::string& path, const std::vector<SafetensorsSpec>& specs,
+                                const std::function<torch::Tensor(size_t)>& make,
+                                const std::map<std::string, std::string>& metadata) {
+  std::vector<size_t> bytes_of;
+  const std::string header = header_bytes(specs, metadata, path, bytes_of);
+  AtomicFileWriter out(path);
+  out.write(header.data(), header.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const torch::Tensor t = as_written(make(i), specs[i], bytes_of[i], path);
+    out.write(t.data_ptr(), t.nbytes());
+  }
+  out.commit();
 }
 
 void write_safetensors(const std::string& path,
                        const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-  write_file_atomically(path, serialize_safetensors(tensors, metadata, path));
+  write_safetensors_streamed(
+      path, specs_of(tensors), [&](size_t i) { return tensors[i].second; }, metadata);
 }
 
 }  // namespace citeforge::models

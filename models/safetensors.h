@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -12,16 +13,17 @@
 #include <utility>
 #include <vector>
 
-namespace citeforge::models {
+#include "common/mapped_file.h"
 
-struct MappedFile;  // an mmap'ed file, kept alive by the tensors that view it
+namespace citeforge::models {
 
 struct TensorEntry {
   std::string file;   // which file holds it (for error messages)
   std::string dtype;  // safetensors spelling: F32, F16, BF16, I64, ...
   std::vector<int64_t> shape;
-  size_t begin = 0, end = 0;  // byte range inside the file's data section
-  std::shared_ptr<MappedFile> mapping;
+  size_t begin = 0, end = 0;                  // byte range inside the file's data section
+  size_t section = 0;                         // where that data section starts in the file
+  std::shared_ptr<const MappedFile> mapping;  // kept alive by the tensors that view it
 };
 
 // The tensors of one checkpoint, possibly spread over several files.
@@ -38,6 +40,22 @@ struct SafetensorsCheckpoint {
 
 // Opens a .safetensors file, a model.safetensors.index.json, or a directory holding either.
 SafetensorsCheckpoint open_safetensors(const std::string& path);
+
+// One tensor of a file written by write_safetensors_streamed: what its header entry says.
+struct SafetensorsSpec {
+  std::string name;
+  torch::ScalarType dtype = torch::kFloat32;
+  std::vector<int64_t> shape;
+};
+
+// Writes a safetensors file whose header is made from `specs` and whose i-th tensor is made by
+// `make(i)` only when its turn comes and written at once, so a checkpoint larger than memory
+// can be written one tensor at a time. A tensor unlike its spec is an Error naming it. Written
+// through a temporary file that is fsynced and renamed; on an error the temporary file is
+// removed.
+void write_safetensors_streamed(const std::string& path, const std::vector<SafetensorsSpec>& specs,
+                                const std::function<torch::Tensor(size_t)>& make,
+                                const std::map<std::string, std::string>& metadata = {});
 
 // Writes `tensors` (any order; CPU or not, contiguous or not) to `path` through a temporary
 // file that is fsynced and renamed, so a crash never leaves a half-written checkpoint.

@@ -267,6 +267,30 @@ TEST_CASE("a GGUF Llama imports to an HF directory with q/k rows in HF order",
   CHECK(base.hub_id.empty());
 }
 
+TEST_CASE("GGUF import writes the weights in the type asked for", "[models][gguf][import]") {
+  TinyGguf tiny;
+  const auto path = write_temp("gguf_import_dtype", tiny.b.bytes());
+  const auto root = testing::temp_dir("gguf_import_dtype_out");
+  models::import_gguf(path, (root / "bf16").string(), nullptr, models::NonFiniteWeights::error,
+                      models::ImportDtype::bfloat16);
+  auto checkpoint = models::open_safetensors((root / "bf16").string());
+  for (const auto& [name, expected] : tiny.hf) {
+    INFO(name);
+    CHECK(torch::equal(checkpoint.get(name), expected.to(torch::kBFloat16)));
+  }
+  CHECK(models::read_model_config((root / "bf16" / "config.json").string()).dtype == "bfloat16");
+  CHECK(models::load_model((root / "bf16").string())->config.hidden_size == 8);
+  // The source's own type: these tensors are all F32, so the file is the fp32 import's.
+  models::import_gguf(path, (root / "source").string());
+  models::import_gguf(path, (root / "fp32").string(), nullptr, models::NonFiniteWeights::error,
+                      models::ImportDtype::float32);
+  CHECK(read_file((root / "source" / "model.safetensors").string()) ==
+        read_file((root / "fp32" / "model.safetensors").string()));
+  CHECK(models::import_dtype_by_name("float32", "x") == models::ImportDtype::float32);
+  CHECK_THROWS_WITH(models::import_dtype_by_name("fp8", "import: --dtype"),
+                    Contains("import: --dtype") && Contains("'fp8'") && Contains("bfloat16"));
+}
+
 TEST_CASE("GGUF import refuses other architectures, tokenizers and tensors, writing nothing",
           "[models][gguf][import][errors]") {
   const auto root = testing::temp_dir("gguf_import_errors");

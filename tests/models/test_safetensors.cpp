@@ -230,3 +230,36 @@ TEST_CASE("safetensors tensors must tile the data section: no overlap, gap or si
   CHECK_THROWS_WITH(models::open_safetensors(overflow),
                     Contains("tensor 'a'") && Contains("overflows"));
 }
+
+TEST_CASE("a checkpoint written one tensor at a time is the file written at once",
+          "[models][safetensors]") {
+  const auto dir = testing::temp_dir("st_streamed");
+  const std::vector<std::pair<std::string, torch::Tensor>> tensors = {
+      {"w", torch::arange(12, torch::kFloat32).view({3, 4})},
+      {"h", torch::ones({5}, torch::kBFloat16)},
+      {"ids", torch::arange(3, torch::kInt64)}};
+  std::vector<models::SafetensorsSpec> specs;
+  for (const auto& [name, t] : tensors) specs.push_back({name, t.scalar_type(), t.sizes().vec()});
+  const auto path = (dir / "streamed.safetensors").string();
+  std::vector<size_t> made;
+  models::write_safetensors_streamed(path, specs,
+                                     [&](size_t i) {
+                                       made.push_back(i);
+                                       return tensors[i].second;
+                                     },
+                                     {{"format", "pt"}});
+  CHECK(made == std::vector<size_t>{0, 1, 2});  // in order, each once
+  CHECK(read_file(path) == models::serialize_safetensors(tensors, {{"format", "pt"}}));
+
+  // A tensor unlike its header entry stops the write, and nothing is left behind.
+  const auto bad = (dir / "bad.safetensors").string();
+  CHECK_THROWS_WITH(models::write_safetensors_streamed(
+                        bad, specs,
+                        [&](size_t i) {
+                          return i == 1 ? torch::ones({4}, torch::kBFloat16) : tensors[i].second;
+                        }),
+                    Contains("tensor 'h'") && Contains("not the dtype and shape its header says"));
+  CHECK_FALSE(fs::exists(bad));
+  for (const auto& entry : fs::directory_iterator(dir))
+    CHECK(entry.path().filename().string().find(".tmp.") == std::string::npos);
+}

@@ -10,6 +10,7 @@
 #include "common/file_io.h"
 #include "models/checkpoint_io.h"
 #include "models/generate.h"
+#include "models/gguf.h"
 #include "models/gguf_import.h"
 #include "models/safetensors.h"
 #include "models/tokenizer.h"
@@ -124,6 +125,39 @@ TEST_CASE("the imported SmolLM2 matches transformers' logits within 1e-3 and its
     auto out = models::generate(model, {ids_of(greedy[p]["prompt_ids"])}, options);
     CHECK(out[0].tokens == ids_of(greedy[p]["greedy_ids"]));
   }
+}
+
+TEST_CASE(
+    "SmolLM2 imports compactly for bf16 callers: quantised tensors in bf16, F32 norms as they are",
+    "[models][smollm2][gguf]") {
+  const auto exact = models::gguf_model_dir(gguf_path());
+  const auto compact = models::gguf_model_dir(gguf_path(), nullptr, models::NonFiniteWeights::error,
+                                              torch::kBFloat16);
+  REQUIRE(compact != exact);  // each type cached under its own name
+  CHECK(compact.ends_with("-source"));
+  const auto a = models::open_safetensors(exact), b = models::open_safetensors(compact);
+  const auto file = models::read_gguf(gguf_path());
+  int quantised = 0, kept = 0;
+  for (const auto& t : file.tensors) {
+    const std::string name = models::gguf_hf_name(t.name);
+    INFO(t.name << " (" << models::ggml_type_name(t.type) << ")");
+    const auto want = a.get(name), got = b.get(name);
+    REQUIRE(want.scalar_type() == torch::kFloat32);
+    if (t.type == uint32_t(models::GgmlType::kF32)) {
+      CHECK(got.scalar_type() == torch::kFloat32);
+      CHECK(torch::equal(got, want));
+      ++kept;
+    } else {
+      CHECK(got.scalar_type() == torch::kBFloat16);
+      CHECK(torch::equal(got, want.to(torch::kBFloat16)));  // the exact value, rounded once
+      ++quantised;
+    }
+  }
+  CHECK(kept == 61);  // the 2 x 30 block norms and the final norm
+  CHECK(quantised == 211);
+  CHECK(fs::file_size(fs::path(compact) / "model.safetensors") <
+        fs::file_size(fs::path(exact) / "model.safetensors") * 0.51);
+  CHECK(models::read_model_config(compact + "/config.json").dtype == "bfloat16");
 }
 
 TEST_CASE(

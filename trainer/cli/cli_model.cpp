@@ -53,9 +53,10 @@ CliModel load_cli_model(const CliArgs& cli, const std::string& command,
                         void (*log)(const std::string&)) {
   std::string model_dir = cli.require("model");
   const NonFiniteWeights non_finite = non_finite_weights(cli, command);
-  if (models::is_gguf_path(model_dir))
-    model_dir = models::gguf_model_dir(model_dir, log, non_finite);
   const Dtype dtype = parse_choice<Dtype>(cli.require("dtype"), command + ": --dtype");
+  if (models::is_gguf_path(model_dir))
+    model_dir = models::gguf_model_dir(
+        model_dir, log, non_finite, dtype == Dtype::bfloat16 ? torch::kBFloat16 : torch::kFloat32);
   const Quantization quantization = base_quantization(cli, command, log);
   CliModel out;
   out.model = load_base(model_dir, dtype, quantization, torch::kCPU, non_finite);

@@ -15,7 +15,12 @@ const CliCommand& import_cli() {
       "import a GGUF checkpoint as an HF-layout model directory",
       "gguf FILE.gguf",
       "",
-      {{"out", "DIR", "the model directory to write (required)"}, non_finite_weights_option()}};
+      {{"out", "DIR", "the model directory to write (required)"},
+       {"dtype", one_of({"source", "float32", "bfloat16"}),
+        "the written weights' type: source keeps F32/F16/BF16 tensors' own and writes quantised "
+        "ones in bf16; float32 writes the exact dequantised values",
+        "source"},
+       non_finite_weights_option()}};
   return command;
 }
 
@@ -26,7 +31,8 @@ int command_import(const Args& raw) {
   models::import_gguf(
       args.positional[1], args.require("out"),
       [](const std::string& line) { std::fprintf(stderr, "[import] %s\n", line.c_str()); },
-      non_finite_weights(args, "import"));
+      non_finite_weights(args, "import"),
+      models::import_dtype_by_name(args.require("dtype"), "import: --dtype"));
   return 0;
 }
 

@@ -83,7 +83,7 @@ PretrainingData pretraining_sequences(const RunContext& run) {
 void import_gguf_base(RunContext& run) {
   run.policy.base_model_dir = models::gguf_model_dir(
       run.setup.config.model.path, [](const std::string& line) { say(line); },
-      run.setup.config.model.non_finite_weights);
+      run.setup.config.model.non_finite_weights, run.setup.dtype);
 }
 
 void prepare_tokenizer(RunContext& run) {
