@@ -298,16 +298,22 @@ void release_tensor_pages(const GgufFile& file, const GgufTensor& tensor) {
   release_pages(*file.mapping, begin, begin + tensor.bytes);
 }
 
-torch::Tensor dequantize(const GgufFile& file, const GgufTensor& tensor) {
+torch::Tensor dequantize_rows(const GgufFile& file, const GgufTensor& tensor, int64_t begin,
+                              int64_t end) {
   require_supported_type(file, tensor);
-  auto layout = layout_of(tensor.type);
-  std::vector<int64_t> shape(tensor.dims.rbegin(), tensor.dims.rend());
-  int64_t count = 1;
-  for (auto d : shape) count *= d;
-  auto out = torch::empty(shape, torch::kFloat32);
+  const auto layout = layout_of(tensor.type);
+  const int64_t row = tensor.dims[0];
+  const int64_t rows = tensor_rows(tensor);
+  if (begin < 0 || end > rows || begin > end)
+    throw Error(file.path + ": tensor '" + tensor.name + "': rows " + std::to_string(begin) + "-" +
+                std::to_string(end) + " outside its " + std::to_string(rows));
+  const int64_t count = (end - begin) * row;
+  auto out = torch::empty({end - begin, row}, torch::kFloat32);
   float* dst = out.data_ptr<float>();
-  const auto* src =
-      reinterpret_cast<const unsigned char*>(file.mapping->data + file.data_offset + tensor.offset);
+  const int64_t row_bytes = row / layout.block * layout.bytes;
+  const auto* src = reinterpret_cast<const unsigned char*>(file.mapping->data + file.data_offset +
+                                                           tensor.offset) +
+                    begin * row_bytes;
   switch (static_cast<GgmlType>(tensor.type)) {
     case GgmlType::kF32:
       std::memcpy(dst, src, count * 4);
@@ -333,6 +339,17 @@ torch::Tensor dequantize(const GgufFile& file, const GgufTensor& tensor) {
       break;
   }
   return out;
+}
+
+int64_t tensor_rows(const GgufTensor& tensor) {
+  int64_t rows = 1;
+  for (size_t d = 1; d < tensor.dims.size(); ++d) rows *= tensor.dims[d];
+  return rows;
+}
+
+torch::Tensor dequantize(const GgufFile& file, const GgufTensor& tensor) {
+  std::vector<int64_t> shape(tensor.dims.rbegin(), tensor.dims.rend());
+  return dequantize_rows(file, tensor, 0, tensor_rows(tensor)).view(shape);
 }
 
 }  // namespace citeforge::models

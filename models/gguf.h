@@ -93,6 +93,13 @@ GgufFile read_gguf(const std::string& path);
 // naming the file, the tensor and its type.
 torch::Tensor dequantize(const GgufFile& file, const GgufTensor& tensor);
 
+// Rows [begin, end) of the tensor as float32 [end - begin, dims[0]], where a row is dims[0]
+// values (one row of PyTorch's last dimension): a large tensor converted a slice at a time.
+torch::Tensor dequantize_rows(const GgufFile& file, const GgufTensor& tensor, int64_t begin,
+                              int64_t end);
+// How many rows of dims[0] values the tensor has.
+int64_t tensor_rows(const GgufTensor& tensor);
+
 // An Error naming the tensor when dequantize() cannot read its type.
 void require_supported_type(const GgufFile& file, const GgufTensor& tensor);
 

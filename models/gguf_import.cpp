@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <filesystem>
@@ -165,12 +166,27 @@ ModelConfig gguf_model_config(const GgufFile& file) {
 }
 
 torch::Tensor gguf_hf_weight(const GgufFile& file, const ModelConfig& config,
-                             const GgufTensor& tensor, NonFiniteWeights non_finite) {
+                             const GgufTensor& tensor, NonFiniteWeights non_finite,
+                             torch::ScalarType dtype) {
   const std::string name = gguf_hf_name(tensor.name);
   if (name.empty())
     fail_at(file.path, "tensor '" + tensor.name + "'", "not part of a Llama checkpoint");
-  torch::Tensor w = dequantize(file, tensor);
-  check_finite(file.path, tensor.name, w, non_finite);
+  require_supported_type(file, tensor);
+  // Converted 4M values at a time into the written type, so that a 7B model's embedding never
+  // exists in fp32 beside its copy.
+  const int64_t row = tensor.dims[0], rows = tensor_rows(tensor);
+  const int64_t step = std::max<int64_t>(1, (int64_t{1} << 22) / row);
+  std::vector<int64_t> shape(tensor.dims.rbegin(), tensor.dims.rend());
+  torch::Tensor w = torch::empty(shape, dtype);
+  torch::Tensor w_rows = w.view({rows, row});
+  int64_t bad = 0;
+  for (int64_t begin = 0; begin < rows; begin += step) {
+    const int64_t end = std::min(begin + step, rows);
+    const torch::Tensor piece = dequantize_rows(file, tensor, begin, end);
+    bad += count_non_finite(piece);
+    w_rows.slice(0, begin, end).copy_(piece);
+  }
+  report_non_finite(file.path, tensor.name, bad, w.numel(), non_finite);
   if (name.ends_with("q_proj.weight")) w = unpermute_rows(w, config.num_heads);
   if (name.ends_with("k_proj.weight")) w = unpermute_rows(w, config.num_kv_heads);
   return w;
@@ -339,7 +355,7 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
                                [&](size_t i) {
                                  const GgufTensor& t = file.tensors[i];
                                  torch::Tensor w =
-                                     gguf_hf_weight(file, config, t, non_finite).to(specs[i].dtype);
+                                     gguf_hf_weight(file, config, t, non_finite, specs[i].dtype);
                                  release_tensor_pages(file, t);
                                  return w;
                                },

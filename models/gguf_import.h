@@ -32,13 +32,14 @@ const char* import_dtype_name(ImportDtype dtype);
 // The HF name of a GGUF tensor ("" for one outside the Llama layout).
 std::string gguf_hf_name(const std::string& gguf_name);
 
-// One tensor under HF's layout, float32. llama.cpp's converter interleaves the rows of q_proj
-// and k_proj per head (its RoPE rotates adjacent pairs, HF's rotates the two halves); this undoes
-// that permutation. A NaN or infinite value is an Error naming the tensor unless `non_finite`
-// says warn.
+// One tensor under HF's layout, in `dtype` (each value the exact dequantised one, rounded once).
+// llama.cpp's converter interleaves the rows of q_proj and k_proj per head (its RoPE rotates
+// adjacent pairs, HF's rotates the two halves); this undoes that permutation. A NaN or infinite
+// value is an Error naming the tensor unless `non_finite` says warn.
 torch::Tensor gguf_hf_weight(const GgufFile& file, const ModelConfig& config,
                              const GgufTensor& tensor,
-                             NonFiniteWeights non_finite = NonFiniteWeights::error);
+                             NonFiniteWeights non_finite = NonFiniteWeights::error,
+                             torch::ScalarType dtype = torch::kFloat32);
 
 // The other direction, for export (gguf_export.h): an HF tensor name's llama.cpp name ("" for
 // one outside the Llama layout), from the same name table as the import; and q_proj / k_proj

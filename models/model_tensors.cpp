@@ -1,5 +1,6 @@
 #include "models/model_tensors.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/error.h"
@@ -87,16 +88,31 @@ void check_model_tensors(const ModelConfig& c,
       fail_at(location, "tensor '" + name + "'", unexpected_tensor_reason(c, name));
 }
 
-void check_finite(const std::string& location, const std::string& name, const torch::Tensor& t,
-                  NonFiniteWeights policy) {
-  if (!t.is_floating_point()) return;
-  const int64_t bad = torch::isfinite(t).logical_not().sum().item<int64_t>();
+int64_t count_non_finite(const torch::Tensor& t) {
+  if (!t.is_floating_point()) return 0;
+  const torch::Tensor flat = t.reshape({-1});
+  constexpr int64_t kSlice = int64_t{1} << 24;
+  int64_t bad = 0;
+  for (int64_t begin = 0; begin < flat.numel(); begin += kSlice) {
+    const auto slice = flat.slice(0, begin, std::min(begin + kSlice, flat.numel()));
+    bad += torch::isfinite(slice).logical_not().sum().item<int64_t>();
+  }
+  return bad;
+}
+
+void report_non_finite(const std::string& location, const std::string& name, int64_t bad,
+                       int64_t count, NonFiniteWeights policy) {
   if (bad == 0) return;
   const std::string what =
-      std::to_string(bad) + " of its " + std::to_string(t.numel()) + " values are NaN or infinite";
+      std::to_string(bad) + " of its " + std::to_string(count) + " values are NaN or infinite";
   if (policy == NonFiniteWeights::error) fail_at(location, "tensor '" + name + "'", what);
   std::fprintf(stderr, "warning: %s: tensor '%s': %s (loaded anyway: non-finite weights warn)\n",
                location.c_str(), name.c_str(), what.c_str());
+}
+
+void check_finite(const std::string& location, const std::string& name, const torch::Tensor& t,
+                  NonFiniteWeights policy) {
+  report_non_finite(location, name, count_non_finite(t), t.numel(), policy);
 }
 
 }  // namespace citeforge::models

@@ -41,4 +41,11 @@ std::string unexpected_tensor_reason(const ModelConfig& config, const std::strin
 void check_finite(const std::string& location, const std::string& name, const torch::Tensor& t,
                   NonFiniteWeights policy = NonFiniteWeights::error);
 
+// The parts of check_finite, for a tensor checked piece by piece: the count (in slices of 16M
+// values, so that the test's temporaries stay small beside a 7B model's tensors) and the verdict
+// on `bad` of `count` values.
+int64_t count_non_finite(const torch::Tensor& t);
+void report_non_finite(const std::string& location, const std::string& name, int64_t bad,
+                       int64_t count, NonFiniteWeights policy);
+
 }  // namespace citeforge::models

@@ -188,6 +188,11 @@ TEST_CASE("GGUF metadata and each supported tensor type dequantise to the values
     CHECK(v4_1[j + 16] == (15 - j) * 0.25f - 1.0f);
   }
   for (int j = 0; j < 32; ++j) CHECK(v8_0[j] == (j - 16) * 0.125f);
+  // A slice of rows is those rows of the whole.
+  CHECK(torch::equal(models::dequantize_rows(file, *file.find("f32"), 1, 2), f32.slice(0, 1, 2)));
+  CHECK(models::tensor_rows(*file.find("f32")) == 2);
+  CHECK_THROWS_WITH(models::dequantize_rows(file, *file.find("f32"), 1, 3),
+                    Contains("tensor 'f32'") && Contains("outside its 2"));
 }
 
 TEST_CASE("broken GGUF files are one clear error naming the file", "[models][gguf][errors]") {
