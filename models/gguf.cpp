@@ -1,9 +1,7 @@
 #include "models/gguf.h"
 
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
-
 #include <cstring>
+#include <set>
 #include <string_view>
 
 #include "common/error.h"
@@ -108,63 +106,6 @@ GgufValue read_value(Reader& in, Type type, const std::string& key, int depth = 
   return v;
 }
 
-struct BlockLayout {
-  int64_t block = 0;  // values per block
-  int64_t bytes = 0;  // bytes per block
-};
-
-BlockLayout layout_of(uint32_t type) {
-  switch (static_cast<GgmlType>(type)) {
-    case GgmlType::kF32:
-      return {1, 4};
-    case GgmlType::kF16:
-      return {1, 2};
-    case GgmlType::kBF16:
-      return {1, 2};
-    case GgmlType::kQ8_0:
-      return {32, 2 + 32};
-    case GgmlType::kQ4_0:
-      return {32, 2 + 16};
-    case GgmlType::kQ4_1:
-      return {32, 2 + 2 + 16};
-  }
-  return {};
-}
-
-float half_at(const unsigned char* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return static_cast<float>(c10::Half(bits, c10::Half::from_bits()));
-}
-
-// Q4_0 / Q4_1 store a block's first 16 values in the low nibbles and the last 16 in the high
-// ones; the value is q * d - 8 d (Q4_0) or q * d + m (Q4_1).
-void dequantize_q4(const unsigned char* src, float* dst, int64_t blocks, bool with_min) {
-  const int64_t stride = with_min ? 20 : 18;
-  for (int64_t b = 0; b < blocks; ++b, src += stride, dst += 32) {
-    const float d = half_at(src);
-    const float m = with_min ? half_at(src + 2) : 0.0f;
-    const unsigned char* q = src + (with_min ? 4 : 2);
-    for (int j = 0; j < 16; ++j) {
-      const int lo = q[j] & 0x0F, hi = q[j] >> 4;
-      if (with_min) {
-        dst[j] = static_cast<float>(lo) * d + m;
-        dst[j + 16] = static_cast<float>(hi) * d + m;
-      } else {
-        dst[j] = static_cast<float>(lo - 8) * d;
-        dst[j + 16] = static_cast<float>(hi - 8) * d;
-      }
-    }
-  }
-}
-
-void dequantize_q8_0(const unsigned char* src, float* dst, int64_t blocks) {
-  for (int64_t b = 0; b < blocks; ++b, src += 34, dst += 32) {
-    const float d = half_at(src);
-    for (int j = 0; j < 32; ++j) dst[j] = static_cast<float>(static_cast<int8_t>(src[2 + j])) * d;
-  }
-}
-
 }  // namespace
 
 int64_t GgufValue::integer(const std::string& key) const {
@@ -187,6 +128,24 @@ const std::string& GgufValue::string(const std::string& key) const {
 const std::vector<GgufValue>& GgufValue::array(const std::string& key) const {
   if (auto* a = std::get_if<std::vector<GgufValue>>(&value)) return *a;
   throw Error("GGUF key '" + key + "': expected an array");
+}
+
+GgmlBlockLayout ggml_block_layout(uint32_t type) {
+  switch (static_cast<GgmlType>(type)) {
+    case GgmlType::kF32:
+      return {1, 4};
+    case GgmlType::kF16:
+      return {1, 2};
+    case GgmlType::kBF16:
+      return {1, 2};
+    case GgmlType::kQ8_0:
+      return {32, 2 + 32};
+    case GgmlType::kQ4_0:
+      return {32, 2 + 16};
+    case GgmlType::kQ4_1:
+      return {32, 2 + 2 + 16};
+  }
+  return {};
 }
 
 std::string ggml_type_name(uint32_t type) {
@@ -213,10 +172,16 @@ const GgufTensor* GgufFile::find(const std::string& name) const {
 }
 
 GgufFile read_gguf(const std::string& path) {
+  auto mapping = map_file(path);
+  GgufFile file = parse_gguf(mapping->bytes(), path);
+  file.mapping = std::move(mapping);
+  return file;
+}
+
+GgufFile parse_gguf(std::string_view bytes, const std::string& path) {
   GgufFile file;
   file.path = path;
-  file.mapping = map_file(path);
-  Reader in{file.mapping->bytes(), path};
+  Reader in{bytes, path};
   if (in.bytes.size() < 4 || in.bytes.substr(0, 4) != "GGUF")
     fail_at(path, "", "not a GGUF file (bad magic)");
   in.pos = 4;
@@ -236,12 +201,13 @@ GgufFile read_gguf(const std::string& path) {
   }
   if (file.has("general.alignment")) {
     auto alignment = file.at("general.alignment").integer("general.alignment");
-    if (alignment <= 0 || (alignment & (alignment - 1)) != 0)
+    if (alignment <= 0 || (alignment & (alignment - 1)) != 0 || alignment > (int64_t{1} << 24))
       fail_at(path, "key 'general.alignment'",
-              "must be a power of two, got " + std::to_string(alignment));
+              "must be a power of two up to 16 MiB, got " + std::to_string(alignment));
     file.alignment = static_cast<uint64_t>(alignment);
   }
   in.need(tensor_count, "the tensor directory");
+  std::set<std::string> names;
   for (uint64_t i = 0; i < tensor_count; ++i) {
     GgufTensor t;
     t.name = in.text("tensor name " + std::to_string(i));
@@ -250,17 +216,21 @@ GgufFile read_gguf(const std::string& path) {
     if (n_dims == 0 || n_dims > 4)
       fail_at(path, "tensor '" + t.name + "'",
               std::to_string(n_dims) + " dimensions (1-4 allowed)");
+    if (!names.insert(t.name).second) fail_at(path, "tensor '" + t.name + "'", "appears twice");
     int64_t count = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       auto dim = in.scalar<uint64_t>(what);
       if (dim == 0 || dim > (uint64_t{1} << 40))
         fail_at(path, "tensor '" + t.name + "'", "bad dimension " + std::to_string(dim));
       t.dims.push_back(static_cast<int64_t>(dim));
-      count *= static_cast<int64_t>(dim);
+      // No tensor of a real file comes near 2^56 values; beyond it the byte count could overflow.
+      if (__builtin_mul_overflow(count, static_cast<int64_t>(dim), &count) ||
+          count > (int64_t{1} << 56))
+        fail_at(path, "tensor '" + t.name + "'", "its dimensions' product overflows");
     }
     t.type = in.scalar<uint32_t>(what);
     t.offset = in.scalar<uint64_t>(what);
-    auto layout = layout_of(t.type);
+    auto layout = ggml_block_layout(t.type);
     if (layout.block > 0) {
       if (t.dims[0] % layout.block != 0)
         fail_at(path, "tensor '" + t.name + "'",
@@ -275,7 +245,7 @@ GgufFile read_gguf(const std::string& path) {
     file.tensors.push_back(std::move(t));
   }
   file.data_offset = (in.pos + file.alignment - 1) / file.alignment * file.alignment;
-  const uint64_t size = file.mapping->size;
+  const uint64_t size = bytes.size();
   for (const auto& t : file.tensors) {
     if (file.data_offset > size || t.offset > size - file.data_offset ||
         t.bytes > size - file.data_offset - t.offset)
@@ -287,7 +257,7 @@ GgufFile read_gguf(const std::string& path) {
 }
 
 void require_supported_type(const GgufFile& file, const GgufTensor& tensor) {
-  if (layout_of(tensor.type).block == 0)
+  if (ggml_block_layout(tensor.type).block == 0)
     fail_at(file.path, "tensor '" + tensor.name + "'",
             "unsupported tensor type " + ggml_type_name(tensor.type) +
                 " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1)");
@@ -295,61 +265,13 @@ void require_supported_type(const GgufFile& file, const GgufTensor& tensor) {
 
 void release_tensor_pages(const GgufFile& file, const GgufTensor& tensor) {
   const uint64_t begin = file.data_offset + tensor.offset;
-  release_pages(*file.mapping, begin, begin + tensor.bytes);
-}
-
-torch::Tensor dequantize_rows(const GgufFile& file, const GgufTensor& tensor, int64_t begin,
-                              int64_t end) {
-  require_supported_type(file, tensor);
-  const auto layout = layout_of(tensor.type);
-  const int64_t row = tensor.dims[0];
-  const int64_t rows = tensor_rows(tensor);
-  if (begin < 0 || end > rows || begin > end)
-    throw Error(file.path + ": tensor '" + tensor.name + "': rows " + std::to_string(begin) + "-" +
-                std::to_string(end) + " outside its " + std::to_string(rows));
-  const int64_t count = (end - begin) * row;
-  auto out = torch::empty({end - begin, row}, torch::kFloat32);
-  float* dst = out.data_ptr<float>();
-  const int64_t row_bytes = row / layout.block * layout.bytes;
-  const auto* src = reinterpret_cast<const unsigned char*>(file.mapping->data + file.data_offset +
-                                                           tensor.offset) +
-                    begin * row_bytes;
-  switch (static_cast<GgmlType>(tensor.type)) {
-    case GgmlType::kF32:
-      std::memcpy(dst, src, count * 4);
-      break;
-    case GgmlType::kF16:
-      for (int64_t i = 0; i < count; ++i) dst[i] = half_at(src + 2 * i);
-      break;
-    case GgmlType::kBF16:
-      for (int64_t i = 0; i < count; ++i) {
-        uint16_t bits;
-        std::memcpy(&bits, src + 2 * i, 2);
-        dst[i] = static_cast<float>(c10::BFloat16(bits, c10::BFloat16::from_bits()));
-      }
-      break;
-    case GgmlType::kQ8_0:
-      dequantize_q8_0(src, dst, count / 32);
-      break;
-    case GgmlType::kQ4_0:
-      dequantize_q4(src, dst, count / 32, false);
-      break;
-    case GgmlType::kQ4_1:
-      dequantize_q4(src, dst, count / 32, true);
-      break;
-  }
-  return out;
+  if (file.mapping) release_pages(*file.mapping, begin, begin + tensor.bytes);
 }
 
 int64_t tensor_rows(const GgufTensor& tensor) {
   int64_t rows = 1;
   for (size_t d = 1; d < tensor.dims.size(); ++d) rows *= tensor.dims[d];
   return rows;
-}
-
-torch::Tensor dequantize(const GgufFile& file, const GgufTensor& tensor) {
-  std::vector<int64_t> shape(tensor.dims.rbegin(), tensor.dims.rend());
-  return dequantize_rows(file, tensor, 0, tensor_rows(tensor)).view(shape);
 }
 
 }  // namespace citeforge::models

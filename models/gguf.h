@@ -1,14 +1,14 @@
 // GGUF files (llama.cpp's single-file checkpoint format, versions 2 and 3): the metadata of every
-// value type, the tensor directory, and dequantisation of the tensor types a Llama-family
-// checkpoint commonly ships in (F32, F16, BF16, Q8_0, Q4_0, Q4_1) to float32. The layout follows
-// the format's specification in the ggml repository (docs/gguf.md); little-endian files only.
+// value type and the tensor directory, checked before any tensor is read. No LibTorch here, so
+// the fuzzer links it alone; dequantisation is gguf_dequantize.h. The layout follows the
+// format's specification in the ggml repository (docs/gguf.md); little-endian files only.
 #pragma once
-
-#include <torch/torch.h>
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -55,6 +55,14 @@ enum class GgmlType : uint32_t {
   kBF16 = 30,
 };
 
+// Values per block and bytes per block of a tensor type this reader dequantises ({0, 0} for
+// the others).
+struct GgmlBlockLayout {
+  int64_t block = 0;
+  int64_t bytes = 0;
+};
+GgmlBlockLayout ggml_block_layout(uint32_t type);
+
 // The name ggml gives a tensor type number ("Q4_K", "IQ2_XS", ...), for error messages.
 std::string ggml_type_name(uint32_t type);
 
@@ -88,15 +96,10 @@ struct GgufFile {
 // dequantize() names them.
 GgufFile read_gguf(const std::string& path);
 
-// The tensor as float32 in PyTorch order (dims reversed, so a ggml [ne0, ne1] matrix becomes
-// [ne1, ne0] rows x columns). Types other than F32, F16, BF16, Q8_0, Q4_0 and Q4_1 are an Error
-// naming the file, the tensor and its type.
-torch::Tensor dequantize(const GgufFile& file, const GgufTensor& tensor);
+// The same checks on bytes in memory (`path` names them in errors); the result has no mapping,
+// so only its metadata and directory are usable. For the fuzzer and tests.
+GgufFile parse_gguf(std::string_view bytes, const std::string& path);
 
-// Rows [begin, end) of the tensor as float32 [end - begin, dims[0]], where a row is dims[0]
-// values (one row of PyTorch's last dimension): a large tensor converted a slice at a time.
-torch::Tensor dequantize_rows(const GgufFile& file, const GgufTensor& tensor, int64_t begin,
-                              int64_t end);
 // How many rows of dims[0] values the tensor has.
 int64_t tensor_rows(const GgufTensor& tensor);
 

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/file_io.h"
 #include "models/base_card.h"
+#include "models/gguf_dequantize.h"
 #include "models/model_tensors.h"
 #include "models/safetensors.h"
 

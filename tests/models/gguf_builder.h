@@ -33,6 +33,7 @@ struct GgufBuilder {
     ++kv_count;
   }
   void u32(const std::string& name, uint32_t v) { key(name, 4), put<uint32_t>(kv, v); }
+  void u64(const std::string& name, uint64_t v) { key(name, 10), put<uint64_t>(kv, v); }
   void f32(const std::string& name, float v) { key(name, 6), put<float>(kv, v); }
   void boolean(const std::string& name, bool v) { key(name, 7), put<uint8_t>(kv, v ? 1 : 0); }
   void str(const std::string& name, const std::string& v) { key(name, 8), put_string(kv, v); }

@@ -13,6 +13,7 @@
 #include "models/base_card.h"
 #include "models/checkpoint_io.h"
 #include "models/gguf.h"
+#include "models/gguf_dequantize.h"
 #include "models/gguf_export.h"
 #include "models/gguf_import.h"
 #include "models/tokenizer.h"
@@ -225,6 +226,27 @@ TEST_CASE("broken GGUF files are one clear error naming the file", "[models][ggu
       Contains(path) && Contains("tensor 'k_quant'") && Contains("unsupported tensor type Q4_K"));
 
   CHECK_THROWS_WITH(models::read_gguf(path + ".absent"), Contains(".absent"));
+
+  // Directory entries a crafted file can hold: sizes whose product overflows, a name given twice,
+  // an alignment so large that the data section's start would overflow.
+  GgufBuilder overflow;
+  overflow.tensor("huge", {uint64_t{1} << 40, uint64_t{1} << 40}, 0, "");
+  CHECK_THROWS_WITH(
+      models::parse_gguf(overflow.bytes(), "overflow.gguf"),
+      Contains("overflow.gguf") && Contains("tensor 'huge'") && Contains("product overflows"));
+  GgufBuilder twice;
+  twice.f32_tensor("w", {1}, {1.0f});
+  twice.f32_tensor("w", {1}, {2.0f});
+  CHECK_THROWS_WITH(models::parse_gguf(twice.bytes(), "twice.gguf"),
+                    Contains("tensor 'w'") && Contains("appears twice"));
+  GgufBuilder aligned;
+  aligned.u64("general.alignment", uint64_t{1} << 62);
+  CHECK_THROWS_WITH(models::parse_gguf(aligned.bytes(), "aligned.gguf"),
+                    Contains("general.alignment") && Contains("up to 16 MiB"));
+  // Parsed from memory, a file has its directory but no data to read.
+  const auto parsed = models::parse_gguf(good, "memory");
+  CHECK(parsed.tensors.size() == 2);
+  CHECK_THROWS_WITH(models::dequantize(parsed, parsed.tensors[0]), Contains("parsed, not mapped"));
 }
 
 TEST_CASE("a GGUF Llama imports to an HF directory with q/k rows in HF order",
