@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in tests/fuzz/ with clang++ (CMake's CITEFORGE_FUZZ: ASan + UBSan,
-# the dependency-free parsers only, no LibTorch) into build-fuzz/, seeds them from the real
-# SynSciQA files, and runs each for a bounded time. Exits non-zero when a target crashes or
-# breaks an invariant.
+# the dependency-free parsers only, no LibTorch) into build-fuzz/, seeds them (the real SynSciQA
+# files; a small valid GGUF and tokenizer.json made here), and runs each for a bounded time or
+# number of inputs. Exits non-zero when a target crashes or breaks an invariant; the last lines
+# give each target's executions.
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 60; FUZZ_OUT, FUZZ_BUILD_DIR to override)
+#   FUZZ_RUNS=N scripts/fuzz.sh 100000       at most N inputs per target (the seconds still cap)
+#   FUZZ_TARGETS="fuzz_gguf" scripts/fuzz.sh  some targets only
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -13,7 +16,7 @@ out="${FUZZ_OUT:-/tmp/citeforge-fuzz}"
 build="${FUZZ_BUILD_DIR:-build-fuzz}"
 cxx="$(command -v clang++-14 || command -v clang++)"
 cc="$(command -v clang-14 || command -v clang)"
-targets=(fuzz_citations fuzz_synsciqa_instruction)
+read -r -a targets <<<"${FUZZ_TARGETS:-fuzz_citations fuzz_synsciqa_instruction fuzz_gguf fuzz_tokenizer_json}"
 
 mkdir -p "$out"
 echo "== building ${targets[*]} into $build"
@@ -44,14 +47,65 @@ for i, item in enumerate(items[:20]):
 PY
 fi
 
+# A one-layer Llama GGUF (F32 and Q8_0 tensors, a few tokens) and a byte-level tokenizer.json
+# with merges and added tokens: valid files for the fuzzer to mutate.
+mkdir -p "$seeds/gguf" "$seeds/tokenizer_json"
+python3 - "$seeds" <<'PY'
+import json, struct, sys
+seeds = sys.argv[1]
+def s(x):
+    b = x.encode()
+    return struct.pack("<Q", len(b)) + b
+kv = [(s("general.architecture"), 8, s("llama")), (s("llama.block_count"), 4, struct.pack("<I", 1)),
+      (s("llama.embedding_length"), 4, struct.pack("<I", 32)), (s("llama.rope.freq_base"), 6, struct.pack("<f", 1e4)),
+      (s("tokenizer.ggml.tokens"), 9, struct.pack("<IQ", 8, 3) + s("a") + s("b") + s("ab")),
+      (s("tokenizer.ggml.token_type"), 9, struct.pack("<IQ", 5, 3) + struct.pack("<3i", 1, 1, 3)),
+      (s("general.alignment"), 4, struct.pack("<I", 32))]
+tensors = [("token_embd.weight", [32, 3], 0, struct.pack("<96f", *range(96))),
+           ("blk.0.ffn_up.weight", [32, 2], 8, (struct.pack("<e", 0.5) + bytes(range(32))) * 2)]
+head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
+for key, t, value in kv:
+    head += key + struct.pack("<I", t) + value
+data, offset = b"", 0
+for name, dims, t, raw in tensors:
+    head += s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+    head += struct.pack("<IQ", t, len(data))
+    data += raw + b"\0" * ((32 - len(raw) % 32) % 32)
+head += b"\0" * ((32 - len(head) % 32) % 32)
+open(f"{seeds}/gguf/tiny.gguf", "wb").write(head + data)
+# GPT-2's printable byte alphabet: printable Latin-1 bytes stand for themselves, the others are
+# shifted past 255 in byte order.
+keep = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+alphabet, extra = {}, 0
+for b in range(256):
+    if b in keep:
+        alphabet[b] = chr(b)
+    else:
+        alphabet[b] = chr(256 + extra)
+        extra += 1
+vocab = {alphabet[b]: i for i, b in enumerate(range(256))}
+vocab["\u0120t"] = 256
+vocab["\u0120th"] = 257
+tok = {"version": "1.0", "normalizer": None,
+       "added_tokens": [{"id": 258, "content": "<|im_end|>", "special": True}],
+       "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+       "decoder": {"type": "ByteLevel"},
+       "model": {"type": "BPE", "vocab": vocab, "merges": ["\u0120 t", "\u0120t h"]}}
+open(f"{seeds}/tokenizer_json/tiny.json", "w").write(json.dumps(tok))
+PY
+
 status=0
 for target in "${targets[@]}"; do
   corpus="$out/corpus-$target"
   mkdir -p "$corpus"
-  seed_dir="$seeds/citations"
-  [ "$target" = fuzz_synsciqa_instruction ] && seed_dir="$seeds/instruction"
+  case "$target" in
+    fuzz_synsciqa_instruction) seed_dir="$seeds/instruction" ;;
+    fuzz_gguf) seed_dir="$seeds/gguf" ;;
+    fuzz_tokenizer_json) seed_dir="$seeds/tokenizer_json" ;;
+    *) seed_dir="$seeds/citations" ;;
+  esac
   echo "== running $target for ${seconds}s"
-  if ! "$build/$target" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+  if ! "$build/$target" -max_total_time="$seconds" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
        -artifact_prefix="$out/$target-" -print_final_stats=1 "$corpus" "$seed_dir" \
        > "$out/$target.log" 2>&1; then
     echo "!! $target failed; see $out/$target.log and $out/$target-*"
