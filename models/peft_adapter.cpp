@@ -1,10 +1,12 @@
 #include "models/peft_adapter.h"
 
+#include <cmath>
 #include <filesystem>
 #include <set>
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "models/model_tensors.h"
 #include "models/safetensors.h"
 
 namespace citeforge::models {
@@ -128,16 +130,35 @@ PeftAdapter load_peft_adapter(LlamaForCausalLM& model, const std::string& dir) {
     adapter.config.target_modules =
         field<std::vector<std::string>>(j, "target_modules", config_path, {"all-linear"});
   if (adapter.config.spec.r <= 0) fail_at(config_path, "field 'r'", "must be > 0");
+  if (!std::isfinite(adapter.config.spec.alpha) || adapter.config.spec.alpha <= 0)
+    fail_at(config_path, "field 'lora_alpha'", "must be a finite number > 0");
+  if (!(adapter.config.spec.dropout >= 0 && adapter.config.spec.dropout < 1))
+    fail_at(config_path, "field 'lora_dropout'", "must be in [0, 1)");
   if (!lora_parameters(model).empty())
     throw Error(dir + ": the model already has adapters; load an adapter onto a bare base model");
+
+  // The tensors are checked against the config before any adapter is allocated: a rank that
+  // no tensor has (an absurd r once went straight to the allocator) or a tensor of another kind
+  // is one line naming the tensor.
+  const std::string weights_path = (fs::path(dir) / "adapter_model.safetensors").string();
+  auto weights = open_safetensors(weights_path);
+  for (const auto& name : weights.names()) {
+    const TensorEntry& entry = weights.tensors.at(name);
+    if (entry.dtype != "F32" && entry.dtype != "F16" && entry.dtype != "BF16")
+      fail_at(weights_path, "tensor '" + name + "'", "dtype " + entry.dtype + " is not a float");
+    if (name.find("lora_A") != std::string::npos &&
+        (entry.shape.size() != 2 || entry.shape[0] != adapter.config.spec.r))
+      fail_at(weights_path, "tensor '" + name + "'",
+              "shape " + shape_text(entry.shape) + " does not match r = " +
+                  std::to_string(adapter.config.spec.r) + " of " + config_path);
+    check_finite(weights_path, name, weights.get(name));
+  }
   try {
     adapter.adapted = attach_lora(model, adapter.config);
   } catch (const Error& e) {
     fail_at(config_path, "field 'target_modules'", e.what());
   }
 
-  const std::string weights_path = (fs::path(dir) / "adapter_model.safetensors").string();
-  auto weights = open_safetensors(weights_path);
   std::set<std::string> used;
   torch::NoGradGuard no_grad;
   for (auto& [name, tensor] : lora_parameters(model)) {

@@ -2,6 +2,7 @@
 // logits; citeforge's own adapters save with peft's names and fields and load back; merging
 // folds an adapter into the base.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -118,5 +119,41 @@ TEST_CASE("bad peft adapters are errors naming the file and field",
     auto m = fresh();
     CHECK_THROWS_WITH(models::load_peft_adapter(m, (root / "none").string()),
                       Contains("no adapter_config.json"));
+  }
+  {
+    // An absurd rank is refused by the tensors' shapes before anything is allocated.
+    auto dir = copy("huge_rank");
+    edit_config(dir, [](nlohmann::json& j) { j["r"] = 1000000000000LL; });
+    auto m = fresh();
+    CHECK_THROWS_WITH(models::load_peft_adapter(m, dir.string()),
+                      Contains("adapter_model.safetensors") && Contains("lora_A") &&
+                          Contains("does not match r = 1000000000000"));
+    CHECK(models::lora_parameters(m).empty());
+  }
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, double>>{{"lora_alpha", -1.0}, {"lora_dropout", 1.5}}) {
+    auto dir = copy("bad_" + key);
+    edit_config(dir, [&](nlohmann::json& j) { j[key] = value; });
+    auto m = fresh();
+    CHECK_THROWS_WITH(models::load_peft_adapter(m, dir.string()),
+                      Contains("adapter_config.json") && Contains("field '" + key + "'"));
+  }
+  {
+    // NaN adapter weights and integer tensors: one line naming the tensor, nothing attached.
+    auto dir = copy("nan");
+    auto original = models::open_safetensors((dir / "adapter_model.safetensors").string());
+    std::vector<std::pair<std::string, torch::Tensor>> tensors;
+    for (const auto& name : original.names())
+      tensors.emplace_back(name, original.get(name).clone());
+    tensors[0].second.view(-1)[0] = std::nanf("");
+    models::write_safetensors((dir / "adapter_model.safetensors").string(), tensors);
+    auto m = fresh();
+    CHECK_THROWS_WITH(models::load_peft_adapter(m, dir.string()),
+                      Contains("tensor '" + tensors[0].first + "'") && Contains("NaN"));
+    CHECK(models::lora_parameters(m).empty());
+    tensors[0].second = torch::zeros(tensors[0].second.sizes(), torch::kInt64);
+    models::write_safetensors((dir / "adapter_model.safetensors").string(), tensors);
+    CHECK_THROWS_WITH(models::load_peft_adapter(m, dir.string()),
+                      Contains("dtype I64 is not a float"));
   }
 }
