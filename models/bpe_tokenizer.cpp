@@ -162,6 +162,12 @@ std::vector<PreTokenizerStep> parse_pre_tokenizer(const json& node, const std::s
 
 }  // namespace
 
+namespace {
+
+BpeVocabulary parse_tokenizer_json(const json& j, const std::string& path);
+
+}  // namespace
+
 BpeVocabulary read_tokenizer_json(const std::string& path) {
   json j;
   try {
@@ -169,6 +175,17 @@ BpeVocabulary read_tokenizer_json(const std::string& path) {
   } catch (const json::exception& e) {
     fail_at(path, "", std::string("not valid JSON: ") + e.what());
   }
+  // A field of the wrong JSON type deep inside is one line too, not an escaped json exception.
+  try {
+    return parse_tokenizer_json(j, path);
+  } catch (const json::exception& e) {
+    fail_at(path, "", std::string("a field has the wrong type: ") + e.what());
+  }
+}
+
+namespace {
+
+BpeVocabulary parse_tokenizer_json(const json& j, const std::string& path) {
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
     fail_at(path, "field 'model'", "missing");
   const json& model = j["model"];
@@ -186,16 +203,34 @@ BpeVocabulary read_tokenizer_json(const std::string& path) {
   v.ignore_merges = model.value("ignore_merges", false);
   if (!model.contains("vocab") || !model["vocab"].is_object())
     fail_at(path, "field 'model.vocab'", "missing or not an object");
+  // Ids are bounded before the token table is sized by them: the largest real vocabularies
+  // have about 260k tokens, and one absurd id once asked the allocator for petabytes.
+  constexpr int64_t kMaxIds = int64_t{1} << 24;
+  auto valid_id = [&](const json& id) {
+    return id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < kMaxIds;
+  };
   int64_t size = 0;
   for (const auto& [token, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0)
-      fail_at(path, "field 'model.vocab'", "token '" + token + "' has no valid id");
+    if (!valid_id(id))
+      fail_at(path, "field 'model.vocab'", "token '" + token + "' has no valid id (0 to 2^24 - 1)");
     size = std::max(size, id.get<int64_t>() + 1);
   }
-  for (const auto& a : j.value("added_tokens", json::array()))
-    size = std::max(size, a.value("id", int64_t{0}) + 1);
+  for (const auto& a : j.value("added_tokens", json::array())) {
+    if (!a.is_object() || !a.contains("id") || !valid_id(a["id"]))
+      fail_at(path, "field 'added_tokens'", "an added token needs an id from 0 to 2^24 - 1");
+    size = std::max(size, a["id"].get<int64_t>() + 1);
+  }
   v.tokens.assign(size, "");
-  for (const auto& [token, id] : model["vocab"].items()) v.tokens[id.get<int64_t>()] = token;
+  std::vector<bool> taken(size, false);
+  for (const auto& [token, id] : model["vocab"].items()) {
+    const int64_t i = id.get<int64_t>();
+    if (taken[i])
+      fail_at(path, "field 'model.vocab'",
+              "id " + std::to_string(i) + " is given to both '" + v.tokens[i] + "' and '" + token +
+                  "'");
+    taken[i] = true;
+    v.tokens[i] = token;
+  }
   for (const auto& m : model.value("merges", json::array())) {
     if (m.is_string()) {
       std::string s = m.get<std::string>();
@@ -246,6 +281,8 @@ BpeVocabulary read_tokenizer_json(const std::string& path) {
   }
   return v;
 }
+
+}  // namespace
 
 json tokenizer_json(const BpeVocabulary& v) {
   json added = json::array();

@@ -121,6 +121,20 @@ TEST_CASE("tokenizer.json of other kinds is one clear error naming the file and 
   bad_merge["model"]["merges"] = nlohmann::json::array({nlohmann::json::array({"a", "zz"})});
   auto merge_path = write("merge.json", bad_merge);
   CHECK_THROWS_WITH(models::Tokenizer(merge_path), Contains(merge_path) && Contains("merge 0"));
+  // Crafted ids and types: one line each, never the allocator's or the JSON library's error.
+  auto huge = base;
+  huge["added_tokens"].push_back({{"id", int64_t{1} << 50}, {"content", "<x>"}, {"special", true}});
+  CHECK_THROWS_WITH(models::read_tokenizer_json(write("huge.json", huge)),
+                    Contains("added_tokens") && Contains("2^24"));
+  auto twice = base;
+  twice["model"]["vocab"]["zz"] = 5;
+  CHECK_THROWS_WITH(models::read_tokenizer_json(write("twice.json", twice)),
+                    Contains("model.vocab") && Contains("id 5 is given to both"));
+  auto typed = base;
+  typed["added_tokens"][0]["special"] = "yes";
+  auto typed_path = write("typed.json", typed);
+  CHECK_THROWS_WITH(models::read_tokenizer_json(typed_path),
+                    Contains(typed_path) && Contains("wrong type"));
   // The written form reads back to the same definition.
   auto round = models::read_tokenizer_json(write("ok.json", base));
   CHECK(round.tokens.size() == 258);
