@@ -4,10 +4,12 @@
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <utility>
 
 #include "common/error.h"
+#include "common/isolated_call.h"
 
 namespace citeforge::trainer {
 
@@ -327,7 +329,99 @@ void write_eval_archive(const std::string& path, const EvalRecord& record) {
   }
 }
 
-EvalRecord read_eval_archive(const std::string& path) {
+namespace {
+
+// The record as plain bytes, to cross from the process that read the archive to its parent.
+void put_u64(std::string& out, uint64_t v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+void put_f64(std::string& out, double v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+void put_text(std::string& out, const std::string& s) {
+  put_u64(out, s.size());
+  out += s;
+}
+void put_texts(std::string& out, const std::vector<std::string>& texts) {
+  put_u64(out, texts.size());
+  for (const auto& t : texts) put_text(out, t);
+}
+
+std::string encode_record(const EvalRecord& r) {
+  std::string out;
+  put_text(out, r.stage);
+  put_u64(out, static_cast<uint64_t>(static_cast<int64_t>(r.epoch)));
+  put_text(out, r.test_set);
+  put_text(out, r.checkpoint);
+  put_texts(out, r.ids);
+  put_texts(out, r.prompts);
+  put_texts(out, r.generations);
+  put_u64(out, r.metrics.size());
+  for (size_t m = 0; m < r.metrics.size(); ++m) {
+    put_text(out, r.metrics[m].first);
+    put_u64(out, r.metrics[m].second.size());
+    for (double v : r.metrics[m].second) put_f64(out, v);
+    const auto& a = r.aggregates[m].second;
+    put_f64(out, a.mean);
+    put_u64(out, a.count);
+    put_f64(out, a.ci_low);
+    put_f64(out, a.ci_high);
+  }
+  return out;
+}
+
+struct RecordBytes {
+  const std::string& bytes;
+  size_t pos = 0;
+  template <typename T>
+  T scalar() {
+    if (bytes.size() - pos < sizeof(T)) throw Error("evaluation archive reader: reply cut short");
+    T v;
+    std::memcpy(&v, bytes.data() + pos, sizeof v);
+    pos += sizeof v;
+    return v;
+  }
+  std::string text() {
+    const auto n = scalar<uint64_t>();
+    if (bytes.size() - pos < n) throw Error("evaluation archive reader: reply cut short");
+    std::string s = bytes.substr(pos, n);
+    pos += n;
+    return s;
+  }
+  std::vector<std::string> texts() {
+    std::vector<std::string> out(scalar<uint64_t>());
+    for (auto& t : out) t = text();
+    return out;
+  }
+};
+
+EvalRecord decode_record(const std::string& bytes) {
+  RecordBytes in{bytes};
+  EvalRecord r;
+  r.stage = in.text();
+  r.epoch = static_cast<int>(static_cast<int64_t>(in.scalar<uint64_t>()));
+  r.test_set = in.text();
+  r.checkpoint = in.text();
+  r.ids = in.texts();
+  r.prompts = in.texts();
+  r.generations = in.texts();
+  const auto metrics = in.scalar<uint64_t>();
+  for (uint64_t m = 0; m < metrics; ++m) {
+    std::string name = in.text();
+    std::vector<double> values(in.scalar<uint64_t>());
+    for (auto& v : values) v = in.scalar<double>();
+    rewards::Aggregate a;
+    a.mean = in.scalar<double>();
+    a.count = in.scalar<uint64_t>();
+    a.ci_low = in.scalar<double>();
+    a.ci_high = in.scalar<double>();
+    r.metrics.push_back({name, std::move(values)});
+    r.aggregates.push_back({std::move(name), a});
+  }
+  return r;
+}
+
+EvalRecord read_archive_here(const std::string& path) {
   silence_hdf5();
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) fail_at(path, "", "no such evaluation archive");
@@ -384,6 +478,16 @@ EvalRecord read_eval_archive(const std::string& path) {
   }
   validate_eval_record(record, path);
   return record;
+}
+
+}  // namespace
+
+EvalRecord read_eval_archive(const std::string& path) {
+  // libhdf5 trusts the addresses a file holds: a corrupted archive can make it copy from
+  // anywhere (a flipped byte in the global heap of the strings ends in SIGSEGV inside H5Dread).
+  // The archive is read in a child process, and such a crash is one line naming the file.
+  return decode_record(isolated_call([&] { return encode_record(read_archive_here(path)); }, path,
+                                     "corrupt HDF5 archive: the HDF5 library crashed reading it"));
 }
 
 }  // namespace citeforge::trainer
