@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/abandoned_work.h"
 #include "common/error.h"
 #include "common/file_io.h"
 #include "models/base_card.h"
@@ -245,22 +246,17 @@ void export_gguf(LlamaForCausalLM& model, const std::string& model_dir, const st
   }
   head.append((kAlignment - head.size() % kAlignment) % kAlignment, '\0');
 
-  const std::string temp = out_file + ".exporting-" + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) fail_at(out_file, "", "cannot write");
-    out.write(head.data(), std::streamsize(head.size()));
-    for (const auto& t : tensors) {
-      out.write(t.bytes.data(), std::streamsize(t.bytes.size()));
-      const std::string pad((kAlignment - t.bytes.size() % kAlignment) % kAlignment, '\0');
-      out.write(pad.data(), std::streamsize(pad.size()));
-    }
-    if (!out.flush()) {
-      fs::remove(temp);
-      fail_at(out_file, "", "cannot write");
-    }
+  // Written through a temporary file renamed when complete; one left by a killed export goes.
+  const fs::path target = fs::absolute(out_file);
+  remove_abandoned_work(target.parent_path().string(), target.filename().string() + ".tmp.");
+  AtomicFileWriter out(out_file);
+  out.write(head.data(), head.size());
+  for (const auto& t : tensors) {
+    out.write(t.bytes.data(), t.bytes.size());
+    const std::string pad((kAlignment - t.bytes.size() % kAlignment) % kAlignment, '\0');
+    out.write(pad.data(), pad.size());
   }
-  fs::rename(temp, out_file);
+  out.commit();
 }
 
 }  // namespace citeforge::models

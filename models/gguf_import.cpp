@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "common/abandoned_work.h"
 #include "common/error.h"
 #include "common/file_io.h"
 #include "models/base_card.h"
@@ -295,26 +296,6 @@ std::string bulk_dtype(const std::vector<SafetensorsSpec>& specs) {
   return bulk == torch::kBFloat16 ? "bfloat16" : bulk == torch::kFloat16 ? "float16" : "float32";
 }
 
-// A killed import leaves its work folder (PREFIX<pid>, or PREFIX<pid>.importing-<pid> when the
-// cache's import was killed inside import_gguf) behind: the next import in the same place removes
-// those whose process is gone, and says so.
-void remove_abandoned(const fs::path& parent, const std::string& prefix,
-                      void (*log)(const std::string&)) {
-  std::error_code error;
-  if (!fs::is_directory(parent, error)) return;
-  for (const auto& entry : fs::directory_iterator(parent, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    const std::string rest = name.substr(prefix.size());
-    const std::string pid_text = rest.substr(0, rest.find_first_not_of("0123456789"));
-    if (pid_text.empty() || pid_text.size() > 9) continue;
-    const pid_t pid = pid_t(std::stol(pid_text));
-    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or unsure
-    fs::remove_all(entry.path(), error);
-    if (!error && log) log("removed " + entry.path().string() + ", left by a killed import");
-  }
-}
-
 }  // namespace
 
 void import_gguf(const std::string& gguf_path, const std::string& out_dir,
@@ -348,7 +329,8 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
   const fs::path target = fs::absolute(out_dir);
   const fs::path temp = target.parent_path() / ("." + target.filename().string() + ".importing-" +
                                                 std::to_string(::getpid()));
-  remove_abandoned(target.parent_path(), "." + target.filename().string() + ".importing-", log);
+  remove_abandoned_work(target.parent_path(), "." + target.filename().string() + ".importing-",
+                        log);
   fs::remove_all(temp);
   fs::create_directories(temp);
   try {
@@ -409,8 +391,8 @@ std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::
   // Several processes may import the same file at once (ranks, parallel tests): each writes its
   // own directory and the first rename wins; the others find the directory in place.
   const fs::path mine = dir.string() + ".by-" + std::to_string(::getpid());
-  remove_abandoned(dir.parent_path(), dir.filename().string() + ".by-", log);
-  remove_abandoned(dir.parent_path(), "." + dir.filename().string() + ".by-", log);
+  remove_abandoned_work(dir.parent_path(), dir.filename().string() + ".by-", log);
+  remove_abandoned_work(dir.parent_path(), "." + dir.filename().string() + ".by-", log);
   fs::remove_all(mine);
   import_gguf(gguf_path, mine.string(), log, non_finite, dtype);
   std::error_code error;

@@ -1,9 +1,12 @@
 // citeforge export and generate --adapter on a checkpoint of a real (tiny) run: the peft export
 // and the merged model decode exactly what the checkpoint decodes, and bad input is a named
 // error.
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -57,6 +60,24 @@ TEST_CASE("export peft and merged decode like the checkpoint", "[trainer][cli][e
   REQUIRE(peft.exit_code == 0);
   CHECK(generated("generate --model " + base + " --adapter " + (root / "peft").string() + prompt) ==
         from_checkpoint);
+  // A second export to the same place is refused rather than mixed into the first; the work
+  // folder a killed export left beside it is removed by the next export there.
+  auto again = run_citeforge("export --checkpoint " + checkpoint + " --format peft --out " +
+                             (root / "peft").string());
+  CHECK(again.exit_code == 1);
+  CHECK(again.output.find("exists and is not empty") != std::string::npos);
+  pid_t gone = 4194000;
+  while (::kill(gone, 0) == 0 || errno != ESRCH) --gone;
+  const auto abandoned = root / (".peft2.exporting-" + std::to_string(gone));
+  fs::create_directories(abandoned);
+  std::ofstream(abandoned / "adapter_model.safetensors") << "half";
+  auto after_kill = run_citeforge("export --checkpoint " + checkpoint + " --format peft --out " +
+                                  (root / "peft2").string());
+  CHECK(after_kill.exit_code == 0);
+  CHECK_FALSE(fs::exists(abandoned));
+  CHECK(fs::exists(root / "peft2" / "adapter_model.safetensors"));
+  for (const auto& entry : fs::directory_iterator(root))
+    CHECK(entry.path().filename().string().find(".exporting-") == std::string::npos);
   auto merged = run_citeforge("export --checkpoint " + checkpoint + " --format merged --out " +
                               (root / "merged").string());
   REQUIRE(merged.exit_code == 0);
