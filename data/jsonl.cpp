@@ -17,12 +17,20 @@ void for_each_jsonl_line(
     if (!row.empty() && row.back() == '\r') row.pop_back();
     if (row.find_first_not_of(" \t") == std::string::npos) continue;
     nlohmann::json value;
+    // Any of the JSON library's errors (a number past every integer type is out_of_range, not
+    // a parse_error; a field of the wrong type in the visitor is a type_error) is one line naming
+    // the file and the line.
     try {
       value = nlohmann::json::parse(row);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       fail_at(path, "line " + std::to_string(line), std::string("invalid JSON: ") + e.what());
     }
-    visit(line, value);
+    try {
+      visit(line, value);
+    } catch (const nlohmann::json::exception& e) {
+      fail_at(path, "line " + std::to_string(line),
+              std::string("a field has the wrong type: ") + e.what());
+    }
   }
 }
 

@@ -118,6 +118,8 @@ Input read_json_input(const std::string& path) {
   } catch (const json::parse_error& e) {
     fail_at(path, "line " + std::to_string(line_of_byte(content, e.byte)),
             std::string("invalid JSON: ") + e.what());
+  } catch (const json::exception& e) {  // a number past every type: out_of_range
+    fail_at(path, "", std::string("invalid JSON: ") + e.what());
   }
   if (!list.is_array()) fail_at(path, "", "expected a JSON list of {instruction, response}");
   Input input;

@@ -216,6 +216,8 @@ ModelConfig read_model_config(const std::string& path) {
     in >> j;
   } catch (const json::parse_error& e) {
     fail_at(path, "byte " + std::to_string(e.byte), "invalid JSON");
+  } catch (const json::exception& e) {  // a number past every type: out_of_range
+    fail_at(path, "", std::string("invalid JSON: ") + e.what());
   }
   return parse_model_config(j, path);
 }

@@ -64,7 +64,7 @@ void add_file(SafetensorsCheckpoint& out, const std::string& path) {
   json header;
   try {
     header = json::parse(header_text, header_text + header_len);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     fail_at(path, "header", std::string("invalid JSON: ") + e.what());
   }
   if (!header.is_object()) fail_at(path, "header", "expected a JSON object");
@@ -145,6 +145,8 @@ void open_index(SafetensorsCheckpoint& out, const std::string& index_path) {
     in >> index;
   } catch (const json::parse_error& e) {
     fail_at(index_path, "byte " + std::to_string(e.byte), "invalid JSON");
+  } catch (const json::exception& e) {  // a number past every type: out_of_range
+    fail_at(index_path, "", std::string("invalid JSON: ") + e.what());
   }
   if (!index.contains("weight_map") || !index["weight_map"].is_object())
     fail_at(index_path, "field 'weight_map'", "missing or not an object");

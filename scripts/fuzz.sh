@@ -16,7 +16,7 @@ out="${FUZZ_OUT:-/tmp/citeforge-fuzz}"
 build="${FUZZ_BUILD_DIR:-build-fuzz}"
 cxx="$(command -v clang++-14 || command -v clang++)"
 cc="$(command -v clang-14 || command -v clang)"
-read -r -a targets <<<"${FUZZ_TARGETS:-fuzz_citations fuzz_synsciqa_instruction fuzz_gguf fuzz_tokenizer_json}"
+read -r -a targets <<<"${FUZZ_TARGETS:-fuzz_citations fuzz_synsciqa_instruction fuzz_gguf fuzz_tokenizer_json fuzz_data_files}"
 
 mkdir -p "$out"
 echo "== building ${targets[*]} into $build"
@@ -93,6 +93,12 @@ tok = {"version": "1.0", "normalizer": None,
        "model": {"type": "BPE", "vocab": vocab, "merges": ["\u0120 t", "\u0120t h"]}}
 open(f"{seeds}/tokenizer_json/tiny.json", "w").write(json.dumps(tok))
 PY
+# Data files, the reader picked by the first byte: an example, answers and a CSV with quoted
+# fields.
+mkdir -p "$seeds/data_files"
+printf '\000%s\n' '{"id":"q1","origin":"synth","split":"test","question":"Where does the river flow?","sources":[{"key":1,"name":"A, 2000, p. 1","text":"The river flows to the sea.","label":"relevant"},{"key":2,"name":"B, 2001, p. 2","text":"Cats sleep.","label":"irrelevant"}],"citation_style":"numeric","labels":"gold","references":{"teacher":"It flows to the sea [1]."}}' > "$seeds/data_files/examples"
+printf '\001{"id": "q1", "answer": "It is [1]."}\n{"id": "q2", "answer": ""}\n' > "$seeds/data_files/answers"
+printf '\002question,answer,sources\n"a, b","x ""y""",1\r\nc,d,2\n' > "$seeds/data_files/csv"
 
 status=0
 for target in "${targets[@]}"; do
@@ -102,6 +108,7 @@ for target in "${targets[@]}"; do
     fuzz_synsciqa_instruction) seed_dir="$seeds/instruction" ;;
     fuzz_gguf) seed_dir="$seeds/gguf" ;;
     fuzz_tokenizer_json) seed_dir="$seeds/tokenizer_json" ;;
+    fuzz_data_files) seed_dir="$seeds/data_files" ;;
     *) seed_dir="$seeds/citations" ;;
   esac
   echo "== running $target for ${seconds}s"

@@ -168,7 +168,7 @@ std::vector<ResultRecord> read_results(const std::string& path) {
   json root;
   try {
     root = json::parse(read_file(path));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     fail_at(path, "", std::string("invalid JSON: ") + e.what());
   }
   if (!root.is_array()) fail_at(path, "", "expected a list of results");

@@ -117,7 +117,7 @@ std::vector<Selection> read_selection(const std::string& path, SelectionOptions*
   json root;
   try {
     root = json::parse(read_file(path));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     fail_at(path, "", std::string("invalid JSON: ") + e.what());
   }
   auto string_field = [&](const json& object, const char* key, const std::string& where) {
