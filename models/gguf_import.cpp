@@ -56,6 +56,12 @@ const std::vector<std::pair<std::string, std::string>>& block_names() {
       {"ffn_gate.weight", "mlp.gate_proj.weight"},
       {"ffn_up.weight", "mlp.up_proj.weight"},
       {"ffn_down.weight", "mlp.down_proj.weight"},
+      {"attn_q.bias", "self_attn.q_proj.bias"},
+      {"attn_k.bias", "self_attn.k_proj.bias"},
+      {"attn_v.bias", "self_attn.v_proj.bias"},
+      {"attn_output.bias", "self_attn.o_proj.bias"},
+      {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+      {"attn_k_norm.weight", "self_attn.k_norm.weight"},
   };
   return names;
 }
@@ -114,11 +120,23 @@ torch::Tensor llama_cpp_rows(const torch::Tensor& w, int64_t heads) {
 
 ModelConfig gguf_model_config(const GgufFile& file) {
   const std::string arch = file.at("general.architecture").string("general.architecture");
-  if (arch != "llama")
+  // llama.cpp's architecture names beside HF's; qwen2 and qwen3 differ from llama by q/k/v
+  // biases and per-head q/k norms, read from the tensors below as HF reads them from config.json.
+  static const std::map<std::string, std::string> kArchitectures = {
+      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
+  const auto known = kArchitectures.find(arch);
+  if (known == kArchitectures.end())
     fail_at(file.path, "key 'general.architecture'",
-            "unsupported architecture '" + arch + "' (supported: llama, which includes Mistral)");
+            "unsupported architecture '" + arch +
+                "' (supported: llama, which includes Mistral, qwen2 and qwen3)");
   ModelConfig c;
-  c.architecture = "LlamaForCausalLM";
+  c.architecture = known->second;
+  if (arch == "qwen2") {
+    c.qkv_bias = true;
+  } else {
+    c.qkv_bias = c.o_bias = file.find("blk.0.attn_q.bias") != nullptr;
+  }
+  c.qk_norm = arch == "qwen3";
   c.num_layers = positive_key(file, arch_key(file, "block_count"));
   c.hidden_size = positive_key(file, arch_key(file, "embedding_length"));
   c.intermediate_size = positive_key(file, arch_key(file, "feed_forward_length"));
@@ -189,8 +207,15 @@ torch::Tensor gguf_hf_weight(const GgufFile& file, const ModelConfig& config,
     w_rows.slice(0, begin, end).copy_(piece);
   }
   report_non_finite(file.path, tensor.name, bad, w.numel(), non_finite);
-  if (name.ends_with("q_proj.weight")) w = unpermute_rows(w, config.num_heads);
-  if (name.ends_with("k_proj.weight")) w = unpermute_rows(w, config.num_kv_heads);
+  // Only llama.cpp's llama converter interleaves q/k rows (its RoPE rotates adjacent pairs);
+  // qwen2 and qwen3 keep HF's order (llama.cpp runs them with the NEOX RoPE, HF's halves).
+  if (config.architecture == "LlamaForCausalLM") {
+    if (name.ends_with("q_proj.weight")) w = unpermute_rows(w, config.num_heads);
+    if (name.ends_with("k_proj.weight")) w = unpermute_rows(w, config.num_kv_heads);
+    if (name.ends_with("q_proj.bias") || name.ends_with("k_proj.bias"))
+      fail_at(file.path, "tensor '" + tensor.name + "'",
+              "q/k biases in a llama GGUF are not supported (their row order is not defined)");
+  }
   return w;
 }
 

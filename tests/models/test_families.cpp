@@ -5,15 +5,19 @@
 // (one past the scaled fixtures' original context) and the same 32 greedy tokens through the
 // KV cache.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "models/checkpoint_io.h"
 #include "models/generate.h"
+#include "models/gguf_import.h"
 #include "models/hf_config.h"
 #include "models/lora.h"
 #include "models/peft_adapter.h"
 #include "models/rope.h"
+#include "tests/models/byte_level_tokens.h"
+#include "tests/models/gguf_builder.h"
 #include "tests/support/test_paths.h"
 
 using namespace citeforge;
@@ -206,4 +210,73 @@ TEST_CASE("families: dynamic RoPE grows theta past max_position_embeddings only"
   unscaled.rope_theta =
       c.rope_theta * std::pow(f * 40.0 / double(c.max_positions) - (f - 1.0), d / (d - 2.0));
   CHECK(torch::allclose(grown, models::rope_frequencies(unscaled, 0, torch::kCPU).first));
+}
+
+namespace {
+
+// A GGUF file of an HF fixture as llama.cpp's converter lays out qwen2 and qwen3: the
+// architecture's own metadata keys, HF's q/k row order (those architectures use the NEOX RoPE,
+// so the converter does not interleave rows as it does for llama), biases and q/k norms under
+// their llama.cpp names, every tensor F32. The tokenizer is the 256-token byte-level alphabet,
+// so the embedding (and an untied head) gain zero rows past the fixture's 96; the logits are
+// compared on the fixture's own ids and columns.
+std::string family_gguf(const std::string& name, const std::string& arch) {
+  const auto config = models::read_model_config(fixture_dir(name) + "/config.json");
+  const auto weights = models::open_safetensors(fixture_dir(name));
+  testing::GgufBuilder b;
+  b.str("general.architecture", arch);
+  auto key = [&](const std::string& suffix) { return arch + "." + suffix; };
+  b.u32(key("block_count"), uint32_t(config.num_layers));
+  b.u32(key("context_length"), uint32_t(config.max_positions));
+  b.u32(key("embedding_length"), uint32_t(config.hidden_size));
+  b.u32(key("feed_forward_length"), uint32_t(config.intermediate_size));
+  b.u32(key("attention.head_count"), uint32_t(config.num_heads));
+  b.u32(key("attention.head_count_kv"), uint32_t(config.num_kv_heads));
+  b.u32(key("attention.key_length"), uint32_t(config.head_dim));
+  b.f32(key("rope.freq_base"), float(config.rope_theta));
+  b.f32(key("attention.layer_norm_rms_epsilon"), float(config.rms_norm_eps));
+  const auto tokens = testing::byte_level_tokens();
+  const int64_t rows = int64_t(tokens.size());
+  b.str("tokenizer.ggml.model", "gpt2");
+  b.str("tokenizer.ggml.pre", "gpt-2");
+  b.strings("tokenizer.ggml.tokens", tokens);
+  b.strings("tokenizer.ggml.merges", {});
+  for (const auto& hf : weights.names()) {
+    const std::string gguf = models::gguf_tensor_name(hf);
+    REQUIRE_FALSE(gguf.empty());
+    auto t = weights.get(hf).to(torch::kFloat32).contiguous();
+    if (hf == "model.embed_tokens.weight" || hf == "lm_head.weight")
+      t = torch::cat({t, torch::zeros({rows - t.size(0), t.size(1)})}).contiguous();
+    std::vector<uint64_t> dims(t.sizes().rbegin(), t.sizes().rend());
+    b.f32_tensor(gguf, dims,
+                 std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel()));
+  }
+  const auto path = (testing::temp_dir("family_gguf_" + name) / (name + ".gguf")).string();
+  std::ofstream(path, std::ios::binary) << b.bytes();
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("families: Qwen2 and Qwen3 GGUF files import to transformers' logits within 1e-4",
+          "[models][families][gguf]") {
+  for (const auto& [name, arch] :
+       std::vector<std::pair<std::string, std::string>>{{"qwen2", "qwen2"}, {"qwen3", "qwen3"}}) {
+    INFO(name);
+    const auto gguf = family_gguf(name, arch);
+    const auto dir = (testing::temp_dir("family_import_" + name) / "model").string();
+    models::import_gguf(gguf, dir, nullptr, models::NonFiniteWeights::error,
+                        models::ImportDtype::float32);
+    auto model = models::load_model(dir);
+    CHECK(model->config.architecture ==
+          models::read_model_config(fixture_dir(name) + "/config.json").architecture);
+    auto expected = models::open_safetensors(fixture_dir(name) + "/expected.safetensors");
+    for (int i = 0; i < 3; ++i) {
+      const auto ids = expected.get("input_ids_" + std::to_string(i));
+      auto logits = model->forward(ids.unsqueeze(0))[0];
+      INFO("prompt " << i);
+      const auto want = expected.get("logits_" + std::to_string(i));
+      CHECK(max_abs_diff(logits.slice(-1, 0, want.size(-1)), want) < 1e-4);
+    }
+  }
 }
