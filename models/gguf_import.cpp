@@ -190,7 +190,7 @@ torch::Tensor gguf_hf_weight(const GgufFile& file, const ModelConfig& config,
                              torch::ScalarType dtype) {
   const std::string name = gguf_hf_name(tensor.name);
   if (name.empty())
-    fail_at(file.path, "tensor '" + tensor.name + "'", "not part of a Llama checkpoint");
+    fail_at(file.path, "tensor '" + tensor.name + "'", "not part of a Llama-family checkpoint");
   require_supported_type(file, tensor);
   // Converted 4M values at a time into the written type, so that a 7B model's embedding never
   // exists in fp32 beside its copy.
@@ -338,7 +338,7 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
   for (const auto& t : file.tensors) {
     const std::string name = gguf_hf_name(t.name);
     if (name.empty())
-      fail_at(file.path, "tensor '" + t.name + "'", "not part of a Llama checkpoint");
+      fail_at(file.path, "tensor '" + t.name + "'", "not part of a Llama-family checkpoint");
     require_supported_type(file, t);
     present[name] = std::vector<int64_t>(t.dims.rbegin(), t.dims.rend());
     specs.push_back({name, written_type(t.type, dtype), present[name]});
@@ -359,15 +359,19 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
   fs::remove_all(temp);
   fs::create_directories(temp);
   try {
-    write_safetensors_streamed((temp / "model.safetensors").string(), specs,
-                               [&](size_t i) {
-                                 const GgufTensor& t = file.tensors[i];
-                                 torch::Tensor w =
-                                     gguf_hf_weight(file, config, t, non_finite, specs[i].dtype);
-                                 release_tensor_pages(file, t);
-                                 return w;
-                               },
-                               {{"format", "pt"}});
+    write_safetensors_streamed(
+        (temp / "model.safetensors").string(), specs,
+        [&](size_t i) {
+          const GgufTensor& t = file.tensors[i];
+          torch::Tensor w = gguf_hf_weight(file, config, t, non_finite, specs[i].dtype);
+          release_tensor_pages(file, t);
+          // A 7B import takes a minute: a line every tenth of it.
+          const size_t n = specs.size(), step = std::max<size_t>(1, n / 10);
+          if ((i + 1) % step == 0 || i + 1 == n)
+            say("converted " + std::to_string(i + 1) + " of " + std::to_string(n) + " tensors");
+          return w;
+        },
+        {{"format", "pt"}});
     config.dtype = bulk_dtype(specs);
     write_file_atomically((temp / "config.json").string(),
                           model_config_to_json(config).dump(2) + "\n");
