@@ -39,6 +39,25 @@ struct Reader {
   }
 };
 
+// The fewest bytes a value of `type` takes in the file.
+uint64_t element_bytes(Type type) {
+  switch (type) {
+    case Type::kU8:
+    case Type::kI8:
+    case Type::kBool:
+      return 1;
+    case Type::kU16:
+    case Type::kI16:
+      return 2;
+    case Type::kU32:
+    case Type::kI32:
+    case Type::kF32:
+      return 4;
+    default:
+      return 8;  // 64-bit numbers, a string's length, an array's header
+  }
+}
+
 GgufValue read_value(Reader& in, Type type, const std::string& key, int depth = 0) {
   GgufValue v;
   v.type = type;
@@ -91,8 +110,14 @@ GgufValue read_value(Reader& in, Type type, const std::string& key, int depth = 
                 "unknown array element type " + std::to_string(element));
       v.element_type = static_cast<Type>(element);
       auto count = in.scalar<uint64_t>(what);
-      // Each element takes at least one byte, so a count beyond the file is corrupt.
-      in.need(count, what);
+      // The largest arrays of real files (vocabularies, merges) hold a few hundred thousand
+      // entries; each element in memory is some 60 bytes, so a count only bounded by a
+      // multi-gigabyte file's size would still exhaust memory.
+      if (count > (uint64_t{1} << 24))
+        fail_at(in.path, "key '" + key + "'",
+                "array of " + std::to_string(count) + " elements (at most 2^24)");
+      // Each element takes at least its fixed size (a string its 8-byte length).
+      in.need(count * element_bytes(v.element_type), what);
       std::vector<GgufValue> items;
       items.reserve(count);
       for (uint64_t i = 0; i < count; ++i) items.push_back(read_value(in, v.element_type, key, 1));

@@ -234,6 +234,20 @@ TEST_CASE("broken GGUF files are one clear error naming the file", "[models][ggu
   CHECK_THROWS_WITH(
       models::parse_gguf(overflow.bytes(), "overflow.gguf"),
       Contains("overflow.gguf") && Contains("tensor 'huge'") && Contains("product overflows"));
+  GgufBuilder many;  // 2^24 + 1 bytes, all present: a gigabyte of parsed values before
+  many.key("bytes", 9);
+  GgufBuilder::put<uint32_t>(many.kv, 0);
+  GgufBuilder::put<uint64_t>(many.kv, (uint64_t{1} << 24) + 1);
+  many.kv += std::string((size_t{1} << 24) + 1, '\1');
+  CHECK_THROWS_WITH(models::parse_gguf(many.bytes(), "many.gguf"),
+                    Contains("key 'bytes'") && Contains("at most 2^24"));
+  GgufBuilder short_strings;  // fewer bytes than 8 per claimed string
+  short_strings.key("names", 9);
+  GgufBuilder::put<uint32_t>(short_strings.kv, 8);
+  GgufBuilder::put<uint64_t>(short_strings.kv, 100);
+  short_strings.kv += std::string(120, '\0');
+  CHECK_THROWS_WITH(models::parse_gguf(short_strings.bytes(), "short.gguf"),
+                    Contains("short.gguf") && Contains("truncated"));
   GgufBuilder twice;
   twice.f32_tensor("w", {1}, {1.0f});
   twice.f32_tensor("w", {1}, {2.0f});
