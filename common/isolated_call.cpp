@@ -1,5 +1,6 @@
 #include "common/isolated_call.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +25,11 @@ bool write_all(int fd, const char* data, size_t size) {
 }
 
 [[noreturn]] void child(int fd, const std::function<std::string()>& work) {
+  // The parent speaks for the child: what the library prints while it crashes (and, in a
+  // sanitizer build, the sanitizer's report of that crash) is not the user's to read; the
+  // parent's one line names the file and the signal.
+  const int null = ::open("/dev/null", O_WRONLY);
+  if (null >= 0) ::dup2(null, STDERR_FILENO);
   std::string reply;
   try {
     reply = "O" + work();

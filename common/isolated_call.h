@@ -13,7 +13,7 @@ namespace citeforge {
 // the child is thrown here with the same message; any other exception, or the child killed by a
 // signal, is an Error that reads "`file`: `crashed`" (with the signal's name). The child touches
 // only what `work` touches and leaves with _exit, so no destructor or atexit handler of the
-// parent runs twice.
+// parent runs twice; its standard error goes to /dev/null, the parent's line speaking for it.
 std::string isolated_call(const std::function<std::string()>& work, const std::string& file,
                           const std::string& crashed);
 
