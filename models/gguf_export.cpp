@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "common/abandoned_work.h"
+#include "common/work_folder.h"
 #include "common/error.h"
 #include "common/file_io.h"
 #include "models/base_card.h"

@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "common/abandoned_work.h"
 #include "common/error.h"
 #include "common/file_io.h"
+#include "common/work_folder.h"
 #include "models/base_card.h"
 #include "models/gguf_dequantize.h"
 #include "models/model_tensors.h"
@@ -328,6 +328,7 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
   auto say = [&](const std::string& line) {
     if (log) log(line);
   };
+  // make_directory_atomically checks this too; here it fails before a large file is read.
   if (fs::exists(out_dir) && !(fs::is_directory(out_dir) && fs::is_empty(out_dir)))
     fail_at(out_dir, "", "output directory exists and is not empty");
   GgufFile file = read_gguf(gguf_path);
@@ -352,48 +353,41 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
   say("read " + gguf_path + ": " + std::to_string(file.tensors.size()) + " tensors, " +
       std::to_string(config.num_layers) + " layers, vocab " + std::to_string(config.vocab_size));
   const fs::path target = fs::absolute(out_dir);
-  const fs::path temp = target.parent_path() / ("." + target.filename().string() + ".importing-" +
-                                                std::to_string(::getpid()));
-  remove_abandoned_work(target.parent_path(), "." + target.filename().string() + ".importing-",
-                        log);
-  fs::remove_all(temp);
-  fs::create_directories(temp);
-  try {
-    write_safetensors_streamed(
-        (temp / "model.safetensors").string(), specs,
-        [&](size_t i) {
-          const GgufTensor& t = file.tensors[i];
-          torch::Tensor w = gguf_hf_weight(file, config, t, non_finite, specs[i].dtype);
-          release_tensor_pages(file, t);
-          // A 7B import takes a minute: a line every tenth of it.
-          const size_t n = specs.size(), step = std::max<size_t>(1, n / 10);
-          if ((i + 1) % step == 0 || i + 1 == n)
-            say("converted " + std::to_string(i + 1) + " of " + std::to_string(n) + " tensors");
-          return w;
-        },
-        {{"format", "pt"}});
-    config.dtype = bulk_dtype(specs);
-    write_file_atomically((temp / "config.json").string(),
-                          model_config_to_json(config).dump(2) + "\n");
-    json generation = {{"bos_token_id", config.bos_token_id},
-                       {"eos_token_id", config.eos_token_ids.front()}};
-    if (vocab.pad_id >= 0) generation["pad_token_id"] = vocab.pad_id;
-    write_file_atomically((temp / "generation_config.json").string(), generation.dump(2) + "\n");
-    write_file_atomically((temp / "tokenizer.json").string(), tokenizer_json(vocab).dump(2) + "\n");
-    write_file_atomically(
-        (temp / "tokenizer_config.json").string(),
-        tokenizer_config_json(vocab, gguf_chat_template(file), config.max_positions).dump(2) +
-            "\n");
-    write_file_atomically((temp / "README.md").string(),
-                          imported_base_card(gguf_base_facts(file), gguf_path));
-    if (fs::exists(target)) fs::remove(target);  // an empty directory, checked above
-    fs::rename(temp, target);
-    fsync_directory(target.parent_path().string());
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(temp, ignored);
-    throw;
-  }
+  make_directory_atomically(
+      out_dir, "importing",
+      [&](const std::string& work) {
+        const fs::path temp = work;
+        write_safetensors_streamed(
+            (temp / "model.safetensors").string(), specs,
+            [&](size_t i) {
+              const GgufTensor& t = file.tensors[i];
+              torch::Tensor w = gguf_hf_weight(file, config, t, non_finite, specs[i].dtype);
+              release_tensor_pages(file, t);
+              // A 7B import takes a minute: a line every tenth of it.
+              const size_t n = specs.size(), step = std::max<size_t>(1, n / 10);
+              if ((i + 1) % step == 0 || i + 1 == n)
+                say("converted " + std::to_string(i + 1) + " of " + std::to_string(n) + " tensors");
+              return w;
+            },
+            {{"format", "pt"}});
+        config.dtype = bulk_dtype(specs);
+        write_file_atomically((temp / "config.json").string(),
+                              model_config_to_json(config).dump(2) + "\n");
+        json generation = {{"bos_token_id", config.bos_token_id},
+                           {"eos_token_id", config.eos_token_ids.front()}};
+        if (vocab.pad_id >= 0) generation["pad_token_id"] = vocab.pad_id;
+        write_file_atomically((temp / "generation_config.json").string(),
+                              generation.dump(2) + "\n");
+        write_file_atomically((temp / "tokenizer.json").string(),
+                              tokenizer_json(vocab).dump(2) + "\n");
+        write_file_atomically(
+            (temp / "tokenizer_config.json").string(),
+            tokenizer_config_json(vocab, gguf_chat_template(file), config.max_positions).dump(2) +
+                "\n");
+        write_file_atomically((temp / "README.md").string(),
+                              imported_base_card(gguf_base_facts(file), gguf_path));
+      },
+      log);
   say("wrote " + target.string());
 }
 

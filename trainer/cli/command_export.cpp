@@ -6,14 +6,12 @@
 // Both get a README.md, the model card (trainer/report/model_card.h).
 //   gguf:   the merged model as one GGUF file for llama.cpp and Ollama (--out FILE.gguf,
 //           --gguf-type f16|bf16|q8_0).
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 
-#include "common/abandoned_work.h"
 #include "common/error.h"
 #include "common/file_io.h"
+#include "common/work_folder.h"
 #include "models/checkpoint_io.h"
 #include "models/gguf_export.h"
 #include "models/peft_adapter.h"
@@ -74,43 +72,33 @@ int command_export(const Args& raw) {
   // The directory is made in a work folder beside --out and renamed into place when complete,
   // so a killed export leaves no half-made model where --out points; the work folder of a killed
   // export goes at the next export to the same place.
-  const fs::path target = fs::absolute(out);
-  if (fs::exists(target) && !(fs::is_directory(target) && fs::is_empty(target)))
-    fail_at(target.string(), "", "output directory exists and is not empty");
-  const std::string prefix = "." + target.filename().string() + ".exporting-";
-  remove_abandoned_work(target.parent_path().string(), prefix, [](const std::string& line) {
-    std::fprintf(stderr, "[export] %s\n", line.c_str());
-  });
-  const fs::path work = target.parent_path() / (prefix + std::to_string(::getpid()));
-  fs::remove_all(work);
-  try {
-    if (format == "peft") {
-      models::save_peft_adapter(model, adapter.config, fs::absolute(base).string(), work.string());
-    } else {
-      models::merge_adapters(model);
-      models::save_model(model, work.string());
-      // The base's tokenizer files come along, so the merged model loads as it is (transformers'
-      // AutoTokenizer reads tokenizer_config.json with tokenizer.model or tokenizer.json).
-      for (const char* name : {"tokenizer.model", "tokenizer.json", "tokenizer_config.json",
-                               "generation_config.json"}) {
-        const fs::path file = fs::path(base) / name;
-        if (fs::exists(file))
-          fs::copy_file(file, work / name, fs::copy_options::overwrite_existing);
-      }
-    }
-    // The model card: what it is built on, how it was trained and scored, how to reproduce it.
-    const auto card =
-        gather_model_card_facts(checkpoint, base, format == "merged", adapter.config.spec.r,
-                                adapter.config.spec.alpha, adapter.adapted.size());
-    write_file_atomically((work / "README.md").string(), model_card(card));
-    if (fs::exists(target)) fs::remove(target);  // an empty directory, checked above
-    fs::rename(work, target);
-    fsync_directory(target.parent_path().string());
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(work, ignored);
-    throw;
-  }
+  make_directory_atomically(
+      out.string(), "exporting",
+      [&](const std::string& work_dir) {
+        const fs::path work = work_dir;
+        if (format == "peft") {
+          models::save_peft_adapter(model, adapter.config, fs::absolute(base).string(),
+                                    work.string());
+        } else {
+          models::merge_adapters(model);
+          models::save_model(model, work.string());
+          // The base's tokenizer files come along, so the merged model loads as it is
+          // (transformers' AutoTokenizer reads tokenizer_config.json with tokenizer.model or
+          // tokenizer.json).
+          for (const char* name : {"tokenizer.model", "tokenizer.json", "tokenizer_config.json",
+                                   "generation_config.json"}) {
+            const fs::path file = fs::path(base) / name;
+            if (fs::exists(file))
+              fs::copy_file(file, work / name, fs::copy_options::overwrite_existing);
+          }
+        }
+        // The model card: what it is built on, how it was trained and scored, how to reproduce it.
+        const auto card =
+            gather_model_card_facts(checkpoint, base, format == "merged", adapter.config.spec.r,
+                                    adapter.config.spec.alpha, adapter.adapted.size());
+        write_file_atomically((work / "README.md").string(), model_card(card));
+      },
+      [](const std::string& line) { std::fprintf(stderr, "[export] %s\n", line.c_str()); });
   std::fprintf(stderr, "[export] %s adapter of %s (r %lld, %zu layers) -> %s\n", format.c_str(),
                checkpoint.c_str(), (long long)adapter.config.spec.r, adapter.adapted.size(),
                out.c_str());
