@@ -9,14 +9,13 @@
 
 #include "data/citations.h"
 #include "rewards/metrics.h"
+#include "tests/fuzz/fuzz_support.h"
 
 using namespace citeforge;
 
 namespace {
 
-void require(bool ok) {
-  if (!ok) std::abort();
-}
+using fuzz::require;
 
 bool in_unit(double v) {
   return v >= 0.0 && v <= 1.0;

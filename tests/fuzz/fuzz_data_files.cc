@@ -3,12 +3,8 @@
 // must keep the readers' promises (examples have unique ids and sources with unique positive
 // keys; a CSV's rows have the header's width). A broken promise aborts, which the fuzzer
 // reports like a crash.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <fstream>
 #include <set>
 #include <string>
 
@@ -16,23 +12,11 @@
 #include "data/answers.h"
 #include "data/csv.h"
 #include "data/example.h"
+#include "tests/fuzz/fuzz_support.h"
 
 using namespace citeforge;
 
-namespace {
-
-void require(bool ok) {
-  if (!ok) std::abort();
-}
-
-// One file per process (libFuzzer's -jobs run several), rewritten for each input.
-const std::string& input_path() {
-  static const std::string path =
-      "/tmp/citeforge-fuzz-data-" + std::to_string(::getpid()) + ".jsonl";
-  return path;
-}
-
-}  // namespace
+using fuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
@@ -40,11 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     switch (data[0] % 3) {
       case 0: {
-        {
-          std::ofstream(input_path(), std::ios::binary | std::ios::trunc) << text;
-        }
         std::set<std::string> ids;
-        for (const auto& example : data::read_examples_jsonl(input_path())) {
+        const auto path = fuzz::input_file("examples.jsonl", text.data(), text.size());
+        for (const auto& example : data::read_examples_jsonl(path)) {
           require(ids.insert(example.id).second);
           std::set<int> keys;
           for (const auto& source : example.sources)
@@ -53,10 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
       }
       case 1: {
-        {
-          std::ofstream(input_path(), std::ios::binary | std::ios::trunc) << text;
-        }
-        data::read_answers_jsonl(input_path());
+        data::read_answers_jsonl(fuzz::input_file("answers.jsonl", text.data(), text.size()));
         break;
       }
       default: {

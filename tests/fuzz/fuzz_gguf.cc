@@ -10,14 +10,13 @@
 
 #include "common/error.h"
 #include "models/gguf.h"
+#include "tests/fuzz/fuzz_support.h"
 
 using namespace citeforge;
 
 namespace {
 
-void require(bool ok) {
-  if (!ok) std::abort();
-}
+using fuzz::require;
 
 void read_typed(const models::GgufValue& value, const std::string& key) {
   try {

@@ -2,42 +2,24 @@
 // byte-level BPE tokenizer. A defect must be a citeforge::Error; a tokenizer that reads must
 // encode text into ids inside its vocabulary and decode any ids without failing. A broken
 // promise aborts, which the fuzzer reports like a crash.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "common/error.h"
 #include "models/bpe_tokenizer.h"
+#include "tests/fuzz/fuzz_support.h"
 
 using namespace citeforge;
 
-namespace {
-
-void require(bool ok) {
-  if (!ok) std::abort();
-}
-
-// One file per process (libFuzzer's -jobs run several), rewritten for each input.
-const std::string& input_path() {
-  static const std::string path =
-      "/tmp/citeforge-fuzz-tokenizer-" + std::to_string(::getpid()) + ".json";
-  return path;
-}
-
-}  // namespace
+using fuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  {
-    std::ofstream out(input_path(), std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
+  const std::string path =
+      fuzz::input_file("tokenizer.json", reinterpret_cast<const char*>(data), size);
   try {
-    models::BpeTokenizer tokenizer(models::read_tokenizer_json(input_path()), input_path());
+    models::BpeTokenizer tokenizer(models::read_tokenizer_json(path), path);
     const auto n = tokenizer.vocab_size();
     int64_t bound = n;
     for (const auto& added : tokenizer.vocabulary().added)
