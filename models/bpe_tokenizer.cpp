@@ -2,8 +2,10 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <utf8proc.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -107,6 +109,9 @@ namespace {
 // up to three, a punctuation run may take one leading space and trailing newlines.
 const char* const kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Qwen2, Qwen2.5 and Qwen3 (llama.cpp "qwen2"): Llama 3's split with every digit on its own.
+const char* const kQwen2Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 }  // namespace
 
 std::vector<PreTokenizerStep> pre_tokenizer_by_name(const std::string& name,
@@ -116,8 +121,15 @@ std::vector<PreTokenizerStep> pre_tokenizer_by_name(const std::string& name,
   if (name == "smollm" || name == "starcoder" || name == "refact")
     return {{R"(\p{N})", "Digits"}, {kGpt2Pattern, "ByteLevel"}};
   if (name == "llama-bpe" || name == "llama3") return {{kLlama3Pattern, "Split"}};
+  if (name == "qwen2") return {{kQwen2Pattern, "Split"}};
+  std::string known;
+  for (const auto& n : pre_tokenizer_names()) known += (known.empty() ? "" : ", ") + n;
   fail_at(file, "key 'tokenizer.ggml.pre'",
-          "unsupported pre-tokenizer '" + name + "' (supported: gpt-2, smollm, llama-bpe)");
+          "unsupported pre-tokenizer '" + name + "' (supported: " + known + ")");
+}
+
+std::vector<std::string> pre_tokenizer_names() {
+  return {"gpt-2", "smollm", "llama-bpe", "qwen2"};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -195,10 +207,15 @@ BpeVocabulary parse_tokenizer_json(const json& j, const std::string& path) {
             "unsupported tokenizer model '" + type + "' (supported: byte-level BPE)");
   if (model.value("byte_fallback", false))
     fail_at(path, "field 'model.byte_fallback'", "byte-fallback BPE is not supported");
-  if (j.contains("normalizer") && !j["normalizer"].is_null())
-    fail_at(path, "field 'normalizer'",
-            "unsupported normalizer '" + j["normalizer"].value("type", std::string("?")) + "'");
   BpeVocabulary v;
+  if (j.contains("normalizer") && !j["normalizer"].is_null()) {
+    const json& n = j["normalizer"];
+    const std::string kind = n.is_object() ? n.value("type", std::string("?")) : "?";
+    if (kind != "NFC")
+      fail_at(path, "field 'normalizer'",
+              "unsupported normalizer '" + kind + "' (supported: none, NFC)");
+    v.normalize_nfc = true;
+  }
   v.pre_tokenizer = parse_pre_tokenizer(j.value("pre_tokenizer", json()), path);
   v.ignore_merges = model.value("ignore_merges", false);
   if (!model.contains("vocab") || !model["vocab"].is_object())
@@ -326,7 +343,7 @@ json tokenizer_json(const BpeVocabulary& v) {
           {"truncation", nullptr},
           {"padding", nullptr},
           {"added_tokens", added},
-          {"normalizer", nullptr},
+          {"normalizer", v.normalize_nfc ? json{{"type", "NFC"}} : json(nullptr)},
           {"pre_tokenizer", pre},
           {"post_processor",
            {{"type", "ByteLevel"},
@@ -443,6 +460,24 @@ int64_t BpeTokenizer::added_token_id(const std::string& content) const {
   return -1;
 }
 
+namespace {
+
+// Unicode NFC, as HF's NFC normaliser applies it. Text that is not valid UTF-8 (HF's Rust strings
+// never are) is left as it is, for the pre-tokeniser to refuse with its one-line error.
+std::string nfc(const std::string& text) {
+  utf8proc_uint8_t* composed = nullptr;
+  const utf8proc_ssize_t size =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                   static_cast<utf8proc_ssize_t>(text.size()), &composed,
+                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  if (size < 0) return text;
+  std::string out(reinterpret_cast<char*>(composed), static_cast<size_t>(size));
+  std::free(composed);
+  return out;
+}
+
+}  // namespace
+
 // Merges the adjacent pair of lowest rank until none is left (GPT-2's algorithm).
 void BpeTokenizer::encode_piece(const std::string& piece, std::vector<int64_t>& out) const {
   if (vocab_.ignore_merges) {
@@ -489,7 +524,7 @@ void BpeTokenizer::encode_piece(const std::string& piece, std::vector<int64_t>& 
 // BPE on each final piece.
 void BpeTokenizer::encode_ordinary(const std::string& text, std::vector<int64_t>& out) const {
   if (text.empty()) return;
-  std::vector<std::string> pieces = {text};
+  std::vector<std::string> pieces = {vocab_.normalize_nfc ? nfc(text) : text};
   for (auto* code : compiled_->patterns) {
     std::vector<std::string> next;
     pcre2_match_data* match = pcre2_match_data_create_from_pattern(code, nullptr);

@@ -36,19 +36,22 @@ struct BpeVocabulary {
   std::vector<Added> added;  // matched whole in input text, decoded as their content
   std::vector<PreTokenizerStep> pre_tokenizer;
   bool ignore_merges = false;  // a piece that is itself a token is not split (Llama 3)
+  bool normalize_nfc = false;  // text outside added tokens is put in Unicode NFC first (Qwen)
   bool add_bos = false;        // whether the model expects BOS before a plain prompt
   int64_t bos_id = -1, eos_id = -1, pad_id = -1, unk_id = -1;
 };
 
-// The pre-tokeniser that llama.cpp's GGUF metadata names `tokenizer.ggml.pre` (e.g. "smollm",
-// "gpt-2", "llama-bpe"); an unknown name is an Error naming `file`.
+// The pre-tokeniser that llama.cpp's GGUF metadata names `tokenizer.ggml.pre` ("gpt-2",
+// "smollm", "llama-bpe", "qwen2"); an unknown name is an Error naming `file`.
 std::vector<PreTokenizerStep> pre_tokenizer_by_name(const std::string& name,
                                                     const std::string& file);
+// Those names, each once (aliases such as "llama3" left out).
+std::vector<std::string> pre_tokenizer_names();
 
 // Reads an HF tokenizer.json (model type BPE with a ByteLevel pre-tokeniser or decoder) and,
 // when it lies beside it, tokenizer_config.json for the BOS/EOS/pad tokens. Anything else
-// (WordPiece, Unigram, a normaliser, a pre-tokeniser step this code does not implement) is an
-// Error naming the file and the field.
+// (WordPiece, Unigram, a normaliser other than NFC, a pre-tokeniser step this code does not
+// implement) is an Error naming the file and the field.
 BpeVocabulary read_tokenizer_json(const std::string& path);
 
 // The tokenizer.json and tokenizer_config.json that HF `AutoTokenizer` loads back to the same

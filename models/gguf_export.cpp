@@ -8,9 +8,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "common/work_folder.h"
 #include "common/error.h"
 #include "common/file_io.h"
+#include "common/work_folder.h"
 #include "models/base_card.h"
 #include "models/bpe_tokenizer.h"
 #include "models/checkpoint_io.h"
@@ -137,15 +137,14 @@ void check_exportable(const ModelConfig& c, const std::string& out_file) {
 // The llama.cpp pre-tokeniser name whose steps are `steps`.
 std::string pre_tokenizer_name(const std::vector<PreTokenizerStep>& steps,
                                const std::string& file) {
-  for (const char* name : {"smollm", "gpt-2", "llama-bpe"}) {
+  for (const auto& name : pre_tokenizer_names()) {
     const auto known = pre_tokenizer_by_name(name, file);
     bool same = known.size() == steps.size();
     for (size_t i = 0; same && i < steps.size(); ++i)
       same = known[i].pattern == steps[i].pattern && known[i].kind == steps[i].kind;
     if (same) return name;
   }
-  fail_at(file, "pre_tokenizer",
-          "no llama.cpp pre-tokeniser (smollm, gpt-2, llama-bpe) matches it");
+  fail_at(file, "pre_tokenizer", "no llama.cpp pre-tokeniser matches it");
 }
 
 void tokenizer_metadata(Metadata& m, const std::string& model_dir, int64_t vocab_size) {

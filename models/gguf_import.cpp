@@ -269,6 +269,11 @@ BpeVocabulary gguf_vocabulary(const GgufFile& file) {
                               ? file.at("tokenizer.ggml.pre").string("tokenizer.ggml.pre")
                               : "gpt-2";
   v.pre_tokenizer = pre_tokenizer_by_name(pre, file.path);
+  // GGUF has no key for a normaliser or for HF's ignore_merges: llama.cpp's converter drops the
+  // NFC step of Qwen's tokenizer.json and Llama 3's ignore_merges, and its runtime puts them back
+  // by pre-tokeniser name. So does this: the name stands for the HF tokenizer it came from.
+  v.normalize_nfc = pre == "qwen2";
+  v.ignore_merges = pre == "llama-bpe" || pre == "llama3";
   auto id = [&](const char* key) -> int64_t {
     if (!file.has(key)) return -1;
     int64_t value = file.at(key).integer(key);

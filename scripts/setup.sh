@@ -108,6 +108,57 @@ PY
   ln -sfn "$dir/$SMOLLM2_GGUF" "$repo/weights/$SMOLLM2_GGUF"
 }
 
+# Reference data of the [families] tokenizer and chat tests (deps.env, LLAMA_CPP_SDIST): the
+# source archive is fetched from PyPI's simple index (pip would build the package's metadata),
+# hash-checked, and only the vocabularies, their test strings and ids, the chat templates and the
+# licence are kept, under $cache/references/, linked as weights/llama.cpp-references.
+install_llama_cpp_references() {
+  local dir="$cache/references/${LLAMA_CPP_SDIST/==/-}"
+  local archive="$cache/wheels/$LLAMA_CPP_SDIST_FILE"
+  if [ -f "$dir/.complete" ]; then
+    say "llama.cpp reference vocabularies: cached in $dir"
+  else
+    mkdir -p "$cache/wheels"
+    if [ ! -f "$archive" ]; then
+      say "llama.cpp reference vocabularies: downloading $LLAMA_CPP_SDIST_FILE from PyPI"
+      python3 - "$LLAMA_CPP_SDIST" "$LLAMA_CPP_SDIST_FILE" "$archive.part" <<'PY' ||
+import json, shutil, sys, urllib.request
+spec, name, out = sys.argv[1:]
+project = spec.split("==")[0]
+index = urllib.request.Request(f"https://pypi.org/simple/{project}/",
+                               headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+with urllib.request.urlopen(index, timeout=60) as r:
+    url = next(f["url"] for f in json.load(r)["files"] if f["filename"] == name)
+with urllib.request.urlopen(url, timeout=600) as src, open(out, "wb") as dst:
+    shutil.copyfileobj(src, dst)
+PY
+        die "download of $LLAMA_CPP_SDIST_FILE failed"
+      mv "$archive.part" "$archive"
+    fi
+    local sum
+    sum="$(sha256sum "$archive" | cut -d' ' -f1)"
+    if [ "$sum" != "$LLAMA_CPP_SDIST_SHA256" ]; then
+      rm -f "$archive"
+      die "$LLAMA_CPP_SDIST_FILE: SHA-256 $sum, expected $LLAMA_CPP_SDIST_SHA256 (deps.env); removed it"
+    fi
+    rm -rf "$dir" && mkdir -p "$dir"
+    local top="${LLAMA_CPP_SDIST_FILE%.tar.gz}/vendor/llama.cpp"
+    tar -xzf "$archive" -C "$dir" --strip-components=3 "$top/LICENSE" \
+      "$top/models/ggml-vocab-llama-bpe.gguf" "$top/models/ggml-vocab-llama-bpe.gguf.inp" \
+      "$top/models/ggml-vocab-llama-bpe.gguf.out" "$top/models/ggml-vocab-qwen2.gguf" \
+      "$top/models/ggml-vocab-qwen2.gguf.inp" "$top/models/ggml-vocab-qwen2.gguf.out" \
+      "$top/models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja" \
+      "$top/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" \
+      "$top/models/templates/Qwen-Qwen3-0.6B.jinja" \
+      "$top/models/templates/HuggingFaceTB-SmolLM3-3B.jinja" ||
+      die "cannot unpack the reference files from $archive"
+    touch "$dir/.complete"
+    say "llama.cpp reference vocabularies: unpacked into $dir"
+  fi
+  mkdir -p "$repo/weights"
+  ln -sfn "$dir" "$repo/weights/llama.cpp-references"
+}
+
 configure_and_build() {
   local generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
@@ -127,4 +178,5 @@ configure_and_build() {
 install_debian_packages
 install_libtorch
 install_model
+install_llama_cpp_references
 [ -n "${CITEFORGE_SETUP_ONLY_DEPS:-}" ] || configure_and_build
