@@ -21,6 +21,7 @@
 #include "attribution/citefix.h"
 #include "data/prompt_template.h"
 #include "models/llama.h"
+#include "models/chat_format.h"
 #include "models/tokenizer.h"
 
 namespace citeforge::attribution {

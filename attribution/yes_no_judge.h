@@ -11,6 +11,7 @@
 
 #include "data/prompt_template.h"
 #include "models/llama.h"
+#include "models/chat_format.h"
 #include "models/tokenizer.h"
 
 namespace citeforge::attribution {

@@ -65,36 +65,8 @@ class Tokenizer {
   std::string path_;
 };
 
-// A chat format as data: `prompt` is the text around the user message, with the markers
-// {system} and {user}, <bos> / <eos> for the tokenizer's BOS and EOS, and the strings in
-// `specials` for special tokens by name; `answer_suffix` closes an assistant turn in training
-// data.
-struct ChatTemplate {
-  std::string name;
-  std::string prompt;              // used when there is no system message
-  std::string prompt_with_system;  // used when there is one
-  std::string answer_suffix;
-  std::vector<std::string> specials = {};  // e.g. "<|im_start|>": must be special tokens
-  std::string default_system = {};         // the system message the model's own template adds
-};
-
 // The tokenizer_config.json that lets HF's AutoTokenizer load a SentencePiece tokenizer.model
 // as a Llama tokenizer with this tokenizer's special tokens.
 nlohmann::json sentencepiece_tokenizer_config(const Tokenizer& tokenizer);
-
-// The built-in formats: "llama2", "mistral", "zephyr", "plain", "chatml" (no default system
-// line) and "smollm2" (ChatML with the system line SmolLM2's template adds when the user gives
-// none). Unknown names are an Error.
-const ChatTemplate& chat_template(const std::string& name);
-std::vector<std::string> chat_template_names();
-
-// Token ids of the prompt for `user` (and optional `system`) under `tmpl`. Text between special
-// tokens is encoded chunk by chunk, each with SentencePiece's dummy prefix (HF's legacy mode).
-// A template special token the tokenizer lacks is an Error naming both.
-std::vector<int64_t> encode_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
-                                        const std::string& user, const std::string& system = "");
-// Token ids of an assistant answer followed by the template's answer suffix.
-std::vector<int64_t> encode_chat_answer(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
-                                        const std::string& answer);
 
 }  // namespace citeforge::models

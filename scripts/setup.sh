@@ -115,7 +115,9 @@ PY
 install_llama_cpp_references() {
   local dir="$cache/references/${LLAMA_CPP_SDIST/==/-}"
   local archive="$cache/wheels/$LLAMA_CPP_SDIST_FILE"
-  if [ -f "$dir/.complete" ]; then
+  # What is unpacked; a change here unpacks again.
+  local layout="vocab llama-bpe qwen2; templates all; licence"
+  if [ "$(cat "$dir/.complete" 2>/dev/null)" = "$layout" ]; then
     say "llama.cpp reference vocabularies: cached in $dir"
   else
     mkdir -p "$cache/wheels"
@@ -147,12 +149,9 @@ PY
       "$top/models/ggml-vocab-llama-bpe.gguf" "$top/models/ggml-vocab-llama-bpe.gguf.inp" \
       "$top/models/ggml-vocab-llama-bpe.gguf.out" "$top/models/ggml-vocab-qwen2.gguf" \
       "$top/models/ggml-vocab-qwen2.gguf.inp" "$top/models/ggml-vocab-qwen2.gguf.out" \
-      "$top/models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja" \
-      "$top/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" \
-      "$top/models/templates/Qwen-Qwen3-0.6B.jinja" \
-      "$top/models/templates/HuggingFaceTB-SmolLM3-3B.jinja" ||
+      "$top/models/templates" ||
       die "cannot unpack the reference files from $archive"
-    touch "$dir/.complete"
+    echo "$layout" >"$dir/.complete"
     say "llama.cpp reference vocabularies: unpacked into $dir"
   fi
   mkdir -p "$repo/weights"

@@ -21,6 +21,7 @@
 #include "models/checkpoint_io.h"
 #include "models/gguf_import.h"
 #include "models/lora.h"
+#include "models/chat_format.h"
 #include "models/tokenizer.h"
 #include "trainer/ppo/ppo_learner.h"
 #include "trainer/ppo/ppo_rollout.h"

@@ -57,6 +57,7 @@
 #include "models/gguf_import.h"
 #include "models/linear.h"
 #include "models/lora.h"
+#include "models/chat_format.h"
 #include "models/tokenizer.h"
 #include "trainer/ppo/ppo_learner.h"
 #include "trainer/ppo/ppo_rollout.h"

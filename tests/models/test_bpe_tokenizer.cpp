@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "models/bpe_tokenizer.h"
+#include "models/chat_format.h"
 #include "models/tokenizer.h"
 #include "tests/models/byte_level_tokens.h"
 #include "tests/support/test_paths.h"

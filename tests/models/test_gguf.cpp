@@ -16,6 +16,7 @@
 #include "models/gguf_dequantize.h"
 #include "models/gguf_export.h"
 #include "models/gguf_import.h"
+#include "models/chat_format.h"
 #include "models/tokenizer.h"
 #include "tests/models/byte_level_tokens.h"
 #include "tests/models/gguf_builder.h"

@@ -13,6 +13,7 @@
 #include "models/gguf.h"
 #include "models/gguf_import.h"
 #include "models/safetensors.h"
+#include "models/chat_format.h"
 #include "models/tokenizer.h"
 #include "tests/support/test_paths.h"
 

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "models/chat_format.h"
 #include "models/tokenizer.h"
 #include "tests/support/test_paths.h"
 

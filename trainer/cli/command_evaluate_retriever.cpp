@@ -33,6 +33,7 @@
 #include "data/example.h"
 #include "data/prompt_template.h"
 #include "models/linear.h"
+#include "models/chat_format.h"
 #include "models/tokenizer.h"
 #include "retrieval/corpus.h"
 #include "retrieval/ranking_metrics.h"

@@ -15,6 +15,7 @@
 #include "data/answers.h"
 #include "data/example.h"
 #include "models/linear.h"
+#include "models/chat_format.h"
 #include "models/tokenizer.h"
 #include "trainer/cli/answers_input.h"
 #include "trainer/cli/cli_args.h"

@@ -10,6 +10,7 @@
 #include "models/gguf_import.h"
 #include "models/peft_adapter.h"
 #include "models/safetensors.h"
+#include "models/chat_format.h"
 #include "models/tokenizer.h"
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/cli_model.h"

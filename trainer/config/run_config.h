@@ -33,7 +33,9 @@ struct ModelSection {
   int64_t tokenizer_vocab = 0;  // > 0: train a SentencePiece model of this size on the data
   Dtype dtype = Dtype::float32;
   Quantization quantization = Quantization::none;
-  std::string chat_format = "plain";  // llama2 | mistral | zephyr | plain
+  // models/chat_format.h's names; empty: recognised from the model's own chat template when the
+  // config is validated, "plain" for a model without one.
+  std::string chat_format;
   // A NaN or infinite weight in the checkpoint: refuse it (naming the tensor) or warn and load.
   NonFiniteWeights non_finite_weights = NonFiniteWeights::error;
 };

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/file_io.h"
 #include "common/join.h"
+#include "models/chat_format.h"
 #include "models/gguf_import.h"
 #include "models/tokenizer.h"
 
@@ -104,7 +105,15 @@ void validate_model(RunConfig& c, FileChecks files) {
     require(file_exists(c.model.tokenizer), f, "model.tokenizer",
             "file not found: '" + c.model.tokenizer + "'");
   require(c.model.tokenizer_vocab >= 0, f, "model.tokenizer_vocab", "must be >= 0");
-  {
+  // No chat_format: the one the model's own template renders (models/chat_format.h), "plain"
+  // for a model without a template (a base model, a built one).
+  if (c.model.chat_format.empty() && (files == FileChecks::on || c.model.build_enabled)) {
+    const std::string jinja =
+        c.model.build_enabled ? "" : models::model_chat_template(c.model.path);
+    c.model.chat_format = models::recognise_chat_format(jinja, c.model.path);
+    if (c.model.chat_format.empty()) c.model.chat_format = "plain";
+  }
+  if (!c.model.chat_format.empty()) {
     const auto names = models::chat_template_names();
     require(std::find(names.begin(), names.end(), c.model.chat_format) != names.end(), f,
             "model.chat_format", "must be one of " + join(names, ", "));

@@ -1,10 +1,12 @@
 #include "trainer/recipe/recipe.h"
 
 #include "common/error.h"
+#include "models/chat_format.h"
 #include "models/linear.h"
 #include "models/lora.h"
 #include "trainer/distributed/dist_run.h"
 #include "trainer/eval/evaluate.h"
+#include "models/chat_format.h"
 #include "trainer/recipe/base_model.h"
 #include "trainer/recipe/run_data.h"
 #include "trainer/recipe/settings.h"

@@ -7,6 +7,7 @@
 
 #include "data/example.h"
 #include "data/prompt_template.h"
+#include "models/chat_format.h"
 #include "models/tokenizer.h"
 
 namespace citeforge::trainer {

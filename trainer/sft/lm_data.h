@@ -11,6 +11,7 @@
 
 #include "data/example.h"
 #include "data/prompt_template.h"
+#include "models/chat_format.h"
 #include "models/tokenizer.h"
 #include "trainer/run/prompt_format.h"
 
