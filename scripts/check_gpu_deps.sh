@@ -63,13 +63,13 @@ fi
 echo "[gpu-deps-check] 2. building and running the probe against the folder"
 # shellcheck disable=SC2046
 if ! g++ -std=c++20 "$repo/scripts/gpu_deps_probe.cpp" -o "$work/probe" \
-    $("$GPU_DEPS_PKG_CONFIG" --cflags --libs sentencepiece libpcre2-8 yaml-cpp zlib) \
+    $("$GPU_DEPS_PKG_CONFIG" --cflags --libs sentencepiece libpcre2-8 libutf8proc yaml-cpp zlib) \
     -lhdf5_serial >"$work/probe.log" 2>&1; then
   tail -n 30 "$work/probe.log"
   echo "[gpu-deps-check] INCOMPLETE: the probe does not build against the folder alone"
   exit 1
 fi
-outside="$(ldd "$work/probe" | grep -E "sentencepiece|pcre2|yaml|hdf5|curl|ssl|crypto|sz|aec" \
+outside="$(ldd "$work/probe" | grep -E "sentencepiece|pcre2|utf8proc|yaml|hdf5|curl|ssl|crypto|sz|aec" \
   | grep -v "$deps/root" || true)"
 if [ -n "$outside" ] || ldd "$work/probe" | grep -q "not found"; then
   ldd "$work/probe"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares what a GPU machine without network access needs to build and run citeforge: the
 # Debian packages' files (headers, shared libraries, pkg-config and CMake configs, and pkgconf
-# itself) of yaml-cpp, sentencepiece, PCRE2, HDF5, gloo's headers, Catch2, nlohmann-json, and
+# itself) of yaml-cpp, sentencepiece, PCRE2, utf8proc, HDF5, gloo's headers, Catch2, nlohmann-json, and
 # every runtime library they pull in, downloaded with apt-get and unpacked (not installed) into
 # .gpu-deps/root. The GPU machine brings its own CUDA toolkit, compiler and PyTorch (LibTorch);
 # this folder travels with the tree on every call, so it is trimmed (no documentation, no static
@@ -17,7 +17,7 @@ limit_mib=30
 # What the build compiles and links against, then what those libraries need at run time that
 # the GPU machine's image may lack (libhdf5 -> libcurl4 -> TLS, Kerberos, LDAP, ...).
 build_packages="libyaml-cpp-dev libyaml-cpp0.7 libsentencepiece-dev libsentencepiece0 libpcre2-dev
-  libpcre2-8-0 libpcre2-posix3 libhdf5-dev libhdf5-103-1
+  libpcre2-8-0 libpcre2-posix3 libutf8proc-dev libutf8proc2 libhdf5-dev libhdf5-103-1
   libhdf5-hl-100 libsz2 libaec0 libaec-dev libgloo-dev catch2 nlohmann-json3-dev zlib1g-dev
   libjpeg62-turbo-dev pkgconf pkgconf-bin libpkgconf3"
 runtime_packages="libcurl4 libnghttp2-14 librtmp1 libssh2-1 libpsl5 libldap-2.5-0 libsasl2-2

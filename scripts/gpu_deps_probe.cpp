@@ -12,8 +12,11 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <utf8proc.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <nlohmann/json.hpp>
 
 int main(int argc, char** argv) {
@@ -28,6 +31,10 @@ int main(int argc, char** argv) {
                                  PCRE2_UTF | PCRE2_UCP, &code, &offset, nullptr);
   errors += re == nullptr;
   pcre2_code_free(re);
+  // "e" + COMBINING ACUTE ACCENT composes to U+00E9 (NFC, as Qwen's tokenizer asks).
+  utf8proc_uint8_t* nfc = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>("e\xCC\x81"));
+  errors += nfc == nullptr || std::string(reinterpret_cast<char*>(nfc)) != "\xC3\xA9";
+  std::free(nfc);
   sentencepiece::SentencePieceProcessor sp;
   errors += sp.Load("/nonexistent").ok();  // a missing model is an error, not a crash
   auto trainer_status = sentencepiece::SentencePieceTrainer::Train("--input=/nonexistent");
@@ -37,7 +44,7 @@ int main(int argc, char** argv) {
   if (file >= 0) H5Fclose(file);
   unsigned major = 0, minor = 0, release = 0;
   H5get_libversion(&major, &minor, &release);
-  std::printf("gpu deps probe: HDF5 %u.%u.%u, yaml-cpp, sentencepiece, PCRE2, zlib, json: %s\n",
+  std::printf("gpu deps probe: HDF5 %u.%u.%u, yaml-cpp, sentencepiece, PCRE2, utf8proc, zlib, json: %s\n",
               major, minor, release, errors ? "FAILED" : "ok");
   return errors ? 1 : 0;
 }
