@@ -17,6 +17,7 @@
 #include "models/base_card.h"
 #include "models/gguf_dequantize.h"
 #include "models/model_tensors.h"
+#include "models/rope.h"
 #include "models/safetensors.h"
 
 namespace citeforge::models {
@@ -167,9 +168,13 @@ ModelConfig gguf_model_config(const GgufFile& file) {
       fail_at(file.path, "key '" + arch_key(file, "rope.scaling.type") + "'",
               "unsupported RoPE scaling '" + type + "'");
   }
-  if (file.find("rope_freqs.weight"))
-    fail_at(file.path, "tensor 'rope_freqs.weight'", "RoPE frequency scaling is not supported");
   c.max_positions = positive_key(file, arch_key(file, "context_length"));
+  // Llama 3.1 and later: the scaling's per-frequency factors, stored as a tensor.
+  if (const GgufTensor* freqs = file.find("rope_freqs.weight")) {
+    require_supported_type(file, *freqs);
+    c.rope_scaling = llama3_scaling_from_factors(c, dequantize(file, *freqs),
+                                                 file.path + ": tensor 'rope_freqs.weight'");
+  }
   const std::string vocab_key = arch_key(file, "vocab_size");
   c.vocab_size = file.has(vocab_key)
                      ? positive_key(file, vocab_key)
@@ -341,13 +346,16 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
   // Every tensor the metadata implies, with its shape, before anything is dequantised or written.
   std::map<std::string, std::vector<int64_t>> present;
   std::vector<SafetensorsSpec> specs;
+  std::vector<const GgufTensor*> sources;  // the GGUF tensor of each spec
   for (const auto& t : file.tensors) {
+    if (t.name == "rope_freqs.weight") continue;  // read into the config's RoPE scaling
     const std::string name = gguf_hf_name(t.name);
     if (name.empty())
       fail_at(file.path, "tensor '" + t.name + "'", "not part of a Llama-family checkpoint");
     require_supported_type(file, t);
     present[name] = std::vector<int64_t>(t.dims.rbegin(), t.dims.rend());
     specs.push_back({name, written_type(t.type, dtype), present[name]});
+    sources.push_back(&t);
   }
   check_model_tensors(config, present, gguf_path);
   BpeVocabulary vocab = gguf_vocabulary(file);
@@ -365,7 +373,7 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
         write_safetensors_streamed(
             (temp / "model.safetensors").string(), specs,
             [&](size_t i) {
-              const GgufTensor& t = file.tensors[i];
+              const GgufTensor& t = *sources[i];
               torch::Tensor w = gguf_hf_weight(file, config, t, non_finite, specs[i].dtype);
               release_tensor_pages(file, t);
               // A 7B import takes a minute: a line every tenth of it.

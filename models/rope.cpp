@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/error.h"
+
 namespace citeforge::models {
 namespace {
 
@@ -94,6 +96,68 @@ std::pair<torch::Tensor, double> rope_frequencies(const ModelConfig& c, int64_t 
   if (s.type == "linear") inv_freq = inv_freq / s.factor;
   if (s.type == "llama3") inv_freq = llama3_frequencies(c, inv_freq);
   return {inv_freq, 1.0};
+}
+
+RopeScaling llama3_scaling_from_factors(const ModelConfig& config, const torch::Tensor& factors,
+                                        const std::string& where) {
+  const int64_t half = config.head_dim / 2;
+  if (factors.dim() != 1 || factors.size(0) != half)
+    fail_at(where, "", "expected " + std::to_string(half) + " frequency factors (head_dim / 2)");
+  const auto r = factors.to(torch::kFloat64).contiguous();
+  if (!torch::isfinite(r).all().item<bool>() || (r <= 0).any().item<bool>())
+    fail_at(where, "", "frequency factors must be finite and positive");
+  const double top = r.max().item<double>();
+  RopeScaling s;
+  if ((r - 1).abs().max().item<double>() < 1e-6) return s;  // no scaling
+  s.type = "llama3";
+  s.factor = top;
+  s.low_freq_factor = 1.0;
+  // In the blended band a factor r_i = 1 / ((1 - t_i) / F + t_i) with t_i = C / (w_i (h - l)) -
+  // l / (h - l), a line in 1 / w_i (w_i the wavelength): its slope and intercept give C and h.
+  const auto inv_freq =
+      1.0 / torch::pow(config.rope_theta,
+                       torch::arange(0, config.head_dim, 2, torch::kFloat64) / config.head_dim);
+  const auto per_wavelen = inv_freq / (2.0 * M_PI);
+  const auto band = (r > 1 + 1e-6).logical_and(r < top * (1 - 1e-6));
+  const auto refuse = [&](const std::string& detail) {
+    fail_at(where, "",
+            "frequency factors that Llama 3's RoPE scaling does not give (" + detail +
+                "): not supported");
+  };
+  const auto t = ((1.0 / r - 1.0 / top) / (1.0 - 1.0 / top)).index({band});
+  const auto x = per_wavelen.index({band});
+  if (t.size(0) >= 2) {
+    const double x0 = x[0].item<double>(), x1 = x[-1].item<double>();
+    const double slope = (t[-1].item<double>() - t[0].item<double>()) / (x1 - x0);
+    const double intercept = slope * x0 - t[0].item<double>();  // l / (h - l), with l = 1
+    if (!(intercept > 0) || !(slope > 0))
+      refuse("the blended band is not a line in 1 / wavelength");
+    s.high_freq_factor = 1.0 + 1.0 / intercept;
+    s.original_max_positions = std::llround(slope / intercept);
+  } else {
+    // Too few blended frequencies to tell h from C: the converter's h = 4, and C from the one
+    // blended frequency (t = C / (3 w) - 1 / 3), else any C between the unscaled and the scaled
+    // wavelengths (all give these factors): 8192 when it is one of them, else the largest.
+    s.high_freq_factor = 4.0;
+    if (t.size(0) == 1) {
+      s.original_max_positions =
+          std::llround((3.0 * t[0].item<double>() + 1.0) / x[0].item<double>());
+    } else {
+      const auto scaled = r >= top * (1 - 1e-6);
+      const double shortest_scaled = (1.0 / per_wavelen.index({scaled})).min().item<double>();
+      s.original_max_positions = shortest_scaled > 8192 ? 8192 : int64_t(shortest_scaled);
+    }
+  }
+  // The same factors, recomputed through llama3_frequencies.
+  ModelConfig scaled = config;
+  scaled.rope_scaling = s;
+  const auto defaults = inv_freq.to(torch::kFloat32);
+  const auto got = (defaults / llama3_frequencies(scaled, defaults)).to(torch::kFloat64);
+  const double worst = ((got - r).abs() / r).max().item<double>();
+  if (worst > 1e-4)
+    refuse("read as factor " + std::to_string(top) + ", original context " +
+           std::to_string(s.original_max_positions) + ", they are off by " + std::to_string(worst));
+  return s;
 }
 
 std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positions,

@@ -19,6 +19,17 @@ namespace citeforge::models {
 std::pair<torch::Tensor, double> rope_frequencies(const ModelConfig& config, int64_t max_position,
                                                   const torch::Device& device);
 
+// Llama 3's RoPE scaling from the per-frequency factors llama.cpp's converter stores as a GGUF's
+// `rope_freqs.weight` (each default inverse frequency is divided by its factor; the metadata keeps
+// none of the scaling's parameters). The factor is the largest one; the frequencies between the
+// scaled and the unscaled ones give the original context and the high-frequency factor (the low
+// one taken as 1, which gives the same frequencies as any other choice would); with too few of
+// them to tell, the converter's defaults (context 8192, factors 1 and 4). The result is checked
+// by recomputing every factor through this file's own llama3 code: factors it does not
+// reproduce within 1e-4 are an Error naming `where`. All factors 1 give no scaling.
+RopeScaling llama3_scaling_from_factors(const ModelConfig& config, const torch::Tensor& factors,
+                                        const std::string& where);
+
 // cos/sin tables [B, 1, T, head_dim] in fp32 for `positions` [B, T] (int64), in HF's
 // rotate-half layout (each frequency twice, in two halves).
 std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positions,

@@ -5,6 +5,7 @@
 // (one past the scaled fixtures' original context) and the same 32 greedy tokens through the
 // KV cache.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -214,10 +215,34 @@ TEST_CASE("families: dynamic RoPE grows theta past max_position_embeddings only"
 
 namespace {
 
-// A GGUF file of an HF fixture as llama.cpp's converter lays out qwen2 and qwen3: the
-// architecture's own metadata keys, HF's q/k row order (those architectures use the NEOX RoPE,
-// so the converter does not interleave rows as it does for llama), biases and q/k norms under
-// their llama.cpp names, every tensor F32. The tokenizer is the 256-token byte-level alphabet,
+// llama.cpp's converter's `rope_freqs` for a llama3-scaled config (conversion/llama.py,
+// generate_extra_tensors), written out here from its Python: per frequency, 1 above the
+// high-frequency wavelength, the factor below the low one, a blend between.
+std::vector<float> converter_rope_freqs(const models::ModelConfig& c) {
+  const auto& s = c.rope_scaling;
+  const double context = double(s.original_max_positions);
+  std::vector<float> out;
+  for (int64_t i = 0; i < c.head_dim; i += 2) {
+    const float freq = 1.0f / std::pow(float(c.rope_theta), float(i) / float(c.head_dim));
+    const double wavelen = 2 * M_PI / freq;
+    if (wavelen < context / s.high_freq_factor) {
+      out.push_back(1.0f);
+    } else if (wavelen > context / s.low_freq_factor) {
+      out.push_back(float(s.factor));
+    } else {
+      const double smooth =
+          (context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+      out.push_back(float(1 / ((1 - smooth) / s.factor + smooth)));
+    }
+  }
+  return out;
+}
+
+// A GGUF file of an HF fixture as llama.cpp's converter lays it out: the architecture's own
+// metadata keys; for llama, q/k rows interleaved per head and a llama3 scaling as `rope_freqs`;
+// for qwen2 and qwen3, HF's q/k row order (those architectures use the NEOX RoPE, so the
+// converter does not interleave them), biases and q/k norms under their llama.cpp names; every
+// tensor F32. The tokenizer is the 256-token byte-level alphabet,
 // so the embedding (and an untied head) gain zero rows past the fixture's 96; the logits are
 // compared on the fixture's own ids and columns.
 std::string family_gguf(const std::string& name, const std::string& arch) {
@@ -245,11 +270,19 @@ std::string family_gguf(const std::string& name, const std::string& arch) {
     const std::string gguf = models::gguf_tensor_name(hf);
     REQUIRE_FALSE(gguf.empty());
     auto t = weights.get(hf).to(torch::kFloat32).contiguous();
+    if (arch == "llama" && hf.ends_with("q_proj.weight"))
+      t = models::llama_cpp_rows(t, config.num_heads).contiguous();
+    if (arch == "llama" && hf.ends_with("k_proj.weight"))
+      t = models::llama_cpp_rows(t, config.num_kv_heads).contiguous();
     if (hf == "model.embed_tokens.weight" || hf == "lm_head.weight")
       t = torch::cat({t, torch::zeros({rows - t.size(0), t.size(1)})}).contiguous();
     std::vector<uint64_t> dims(t.sizes().rbegin(), t.sizes().rend());
     b.f32_tensor(gguf, dims,
                  std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel()));
+  }
+  if (config.rope_scaling.type == "llama3") {
+    const auto freqs = converter_rope_freqs(config);
+    b.f32_tensor("rope_freqs.weight", {uint64_t(freqs.size())}, freqs);
   }
   const auto path = (testing::temp_dir("family_gguf_" + name) / (name + ".gguf")).string();
   std::ofstream(path, std::ios::binary) << b.bytes();
@@ -258,18 +291,27 @@ std::string family_gguf(const std::string& name, const std::string& arch) {
 
 }  // namespace
 
-TEST_CASE("families: Qwen2 and Qwen3 GGUF files import to transformers' logits within 1e-4",
-          "[models][families][gguf]") {
-  for (const auto& [name, arch] :
-       std::vector<std::pair<std::string, std::string>>{{"qwen2", "qwen2"}, {"qwen3", "qwen3"}}) {
+TEST_CASE(
+    "families: Llama 3.1, Qwen2 and Qwen3 GGUF files import to transformers' logits within 1e-4",
+    "[models][families][gguf]") {
+  for (const auto& [name, arch] : std::vector<std::pair<std::string, std::string>>{
+           {"llama3_rope", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}}) {
     INFO(name);
     const auto gguf = family_gguf(name, arch);
     const auto dir = (testing::temp_dir("family_import_" + name) / "model").string();
     models::import_gguf(gguf, dir, nullptr, models::NonFiniteWeights::error,
                         models::ImportDtype::float32);
     auto model = models::load_model(dir);
-    CHECK(model->config.architecture ==
-          models::read_model_config(fixture_dir(name) + "/config.json").architecture);
+    const auto hf = models::read_model_config(fixture_dir(name) + "/config.json");
+    CHECK(model->config.architecture == hf.architecture);
+    // Llama 3.1's scaling comes back from rope_freqs: factor 8, low/high 1 and 4, context 16.
+    CHECK(model->config.rope_scaling.type == hf.rope_scaling.type);
+    CHECK(model->config.rope_scaling.factor == Approx(hf.rope_scaling.factor).epsilon(1e-6));
+    CHECK(model->config.rope_scaling.low_freq_factor == hf.rope_scaling.low_freq_factor);
+    CHECK(model->config.rope_scaling.high_freq_factor ==
+          Approx(hf.rope_scaling.high_freq_factor).epsilon(1e-4));
+    CHECK(model->config.rope_scaling.original_max_positions ==
+          hf.rope_scaling.original_max_positions);
     auto expected = models::open_safetensors(fixture_dir(name) + "/expected.safetensors");
     for (int i = 0; i < 3; ++i) {
       const auto ids = expected.get("input_ids_" + std::to_string(i));
@@ -279,4 +321,35 @@ TEST_CASE("families: Qwen2 and Qwen3 GGUF files import to transformers' logits w
       CHECK(max_abs_diff(logits.slice(-1, 0, want.size(-1)), want) < 1e-4);
     }
   }
+}
+
+TEST_CASE("families: rope_freqs that no Llama 3 scaling gives are a one-line error",
+          "[models][families][gguf]") {
+  auto config = models::read_model_config(fixture_dir("llama3_rope") + "/config.json");
+  const auto where = std::string("x.gguf: tensor 'rope_freqs.weight'");
+  auto factors = torch::tensor(converter_rope_freqs(config));
+  CHECK(models::llama3_scaling_from_factors(config, factors, where).type == "llama3");
+  CHECK(models::llama3_scaling_from_factors(config, torch::ones({8}), where).type == "default");
+  // Llama 3.1 8B's and 3.2's own shapes (head_dim 128, theta 5e5, context 8192; factor 8 and
+  // 32): many blended frequencies, from which the context and high factor are read.
+  for (double factor : {8.0, 32.0}) {
+    auto real = config;
+    real.head_dim = 128;
+    real.rope_theta = 500000.0;
+    real.rope_scaling.factor = factor;
+    real.rope_scaling.original_max_positions = 8192;
+    const auto s =
+        models::llama3_scaling_from_factors(real, torch::tensor(converter_rope_freqs(real)), where);
+    CHECK(s.factor == Approx(factor));
+    CHECK(s.original_max_positions == 8192);
+    CHECK(s.high_freq_factor == Approx(4.0).epsilon(1e-4));
+  }
+  auto bent = factors.clone();
+  bent[bent.size(0) - 1] = 3.0f;  // the lowest frequency no longer at the factor
+  CHECK_THROWS_WITH(models::llama3_scaling_from_factors(config, bent, where),
+                    Catch::StartsWith(where) && Catch::Contains("does not give"));
+  CHECK_THROWS_WITH(models::llama3_scaling_from_factors(config, torch::ones({5}), where),
+                    Catch::Contains("expected 8 frequency factors"));
+  CHECK_THROWS_WITH(models::llama3_scaling_from_factors(config, -factors, where),
+                    Catch::Contains("finite and positive"));
 }
