@@ -18,7 +18,7 @@
 #include "models/peft_adapter.h"
 #include "models/rope.h"
 #include "tests/models/byte_level_tokens.h"
-#include "tests/models/gguf_builder.h"
+#include "tests/models/family_gguf.h"
 #include "tests/support/test_paths.h"
 
 using namespace citeforge;
@@ -213,91 +213,13 @@ TEST_CASE("families: dynamic RoPE grows theta past max_position_embeddings only"
   CHECK(torch::allclose(grown, models::rope_frequencies(unscaled, 0, torch::kCPU).first));
 }
 
-namespace {
-
-// llama.cpp's converter's `rope_freqs` for a llama3-scaled config (conversion/llama.py,
-// generate_extra_tensors), written out here from its Python: per frequency, 1 above the
-// high-frequency wavelength, the factor below the low one, a blend between.
-std::vector<float> converter_rope_freqs(const models::ModelConfig& c) {
-  const auto& s = c.rope_scaling;
-  const double context = double(s.original_max_positions);
-  std::vector<float> out;
-  for (int64_t i = 0; i < c.head_dim; i += 2) {
-    const float freq = 1.0f / std::pow(float(c.rope_theta), float(i) / float(c.head_dim));
-    const double wavelen = 2 * M_PI / freq;
-    if (wavelen < context / s.high_freq_factor) {
-      out.push_back(1.0f);
-    } else if (wavelen > context / s.low_freq_factor) {
-      out.push_back(float(s.factor));
-    } else {
-      const double smooth =
-          (context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
-      out.push_back(float(1 / ((1 - smooth) / s.factor + smooth)));
-    }
-  }
-  return out;
-}
-
-// A GGUF file of an HF fixture as llama.cpp's converter lays it out: the architecture's own
-// metadata keys; for llama, q/k rows interleaved per head and a llama3 scaling as `rope_freqs`;
-// for qwen2 and qwen3, HF's q/k row order (those architectures use the NEOX RoPE, so the
-// converter does not interleave them), biases and q/k norms under their llama.cpp names; every
-// tensor F32. The tokenizer is the 256-token byte-level alphabet,
-// so the embedding (and an untied head) gain zero rows past the fixture's 96; the logits are
-// compared on the fixture's own ids and columns.
-std::string family_gguf(const std::string& name, const std::string& arch) {
-  const auto config = models::read_model_config(fixture_dir(name) + "/config.json");
-  const auto weights = models::open_safetensors(fixture_dir(name));
-  testing::GgufBuilder b;
-  b.str("general.architecture", arch);
-  auto key = [&](const std::string& suffix) { return arch + "." + suffix; };
-  b.u32(key("block_count"), uint32_t(config.num_layers));
-  b.u32(key("context_length"), uint32_t(config.max_positions));
-  b.u32(key("embedding_length"), uint32_t(config.hidden_size));
-  b.u32(key("feed_forward_length"), uint32_t(config.intermediate_size));
-  b.u32(key("attention.head_count"), uint32_t(config.num_heads));
-  b.u32(key("attention.head_count_kv"), uint32_t(config.num_kv_heads));
-  b.u32(key("attention.key_length"), uint32_t(config.head_dim));
-  b.f32(key("rope.freq_base"), float(config.rope_theta));
-  b.f32(key("attention.layer_norm_rms_epsilon"), float(config.rms_norm_eps));
-  const auto tokens = testing::byte_level_tokens();
-  const int64_t rows = int64_t(tokens.size());
-  b.str("tokenizer.ggml.model", "gpt2");
-  b.str("tokenizer.ggml.pre", "gpt-2");
-  b.strings("tokenizer.ggml.tokens", tokens);
-  b.strings("tokenizer.ggml.merges", {});
-  for (const auto& hf : weights.names()) {
-    const std::string gguf = models::gguf_tensor_name(hf);
-    REQUIRE_FALSE(gguf.empty());
-    auto t = weights.get(hf).to(torch::kFloat32).contiguous();
-    if (arch == "llama" && hf.ends_with("q_proj.weight"))
-      t = models::llama_cpp_rows(t, config.num_heads).contiguous();
-    if (arch == "llama" && hf.ends_with("k_proj.weight"))
-      t = models::llama_cpp_rows(t, config.num_kv_heads).contiguous();
-    if (hf == "model.embed_tokens.weight" || hf == "lm_head.weight")
-      t = torch::cat({t, torch::zeros({rows - t.size(0), t.size(1)})}).contiguous();
-    std::vector<uint64_t> dims(t.sizes().rbegin(), t.sizes().rend());
-    b.f32_tensor(gguf, dims,
-                 std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel()));
-  }
-  if (config.rope_scaling.type == "llama3") {
-    const auto freqs = converter_rope_freqs(config);
-    b.f32_tensor("rope_freqs.weight", {uint64_t(freqs.size())}, freqs);
-  }
-  const auto path = (testing::temp_dir("family_gguf_" + name) / (name + ".gguf")).string();
-  std::ofstream(path, std::ios::binary) << b.bytes();
-  return path;
-}
-
-}  // namespace
-
 TEST_CASE(
     "families: Llama 3.1, Qwen2 and Qwen3 GGUF files import to transformers' logits within 1e-4",
     "[models][families][gguf]") {
   for (const auto& [name, arch] : std::vector<std::pair<std::string, std::string>>{
            {"llama3_rope", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}}) {
     INFO(name);
-    const auto gguf = family_gguf(name, arch);
+    const auto gguf = testing::family_gguf(fixture_dir(name), name, arch);
     const auto dir = (testing::temp_dir("family_import_" + name) / "model").string();
     models::import_gguf(gguf, dir, nullptr, models::NonFiniteWeights::error,
                         models::ImportDtype::float32);
@@ -320,6 +242,14 @@ TEST_CASE(
       const auto want = expected.get("logits_" + std::to_string(i));
       CHECK(max_abs_diff(logits.slice(-1, 0, want.size(-1)), want) < 1e-4);
     }
+    // 32 greedy tokens through the KV cache. The byte vocabulary's extra rows are zero, so their
+    // logits are 0: below every step's winner here, so the same tokens are picked.
+    models::SamplingOptions options;
+    options.greedy = true;
+    options.max_new_tokens = 32;
+    options.eos_ids = {-1};
+    const auto out = models::generate(model, {as_ids(expected.get("greedy_prompt"))}, options);
+    CHECK(out[0].tokens == as_ids(expected.get("greedy_tokens")));
   }
 }
 
@@ -327,7 +257,7 @@ TEST_CASE("families: rope_freqs that no Llama 3 scaling gives are a one-line err
           "[models][families][gguf]") {
   auto config = models::read_model_config(fixture_dir("llama3_rope") + "/config.json");
   const auto where = std::string("x.gguf: tensor 'rope_freqs.weight'");
-  auto factors = torch::tensor(converter_rope_freqs(config));
+  auto factors = torch::tensor(testing::converter_rope_freqs(config));
   CHECK(models::llama3_scaling_from_factors(config, factors, where).type == "llama3");
   CHECK(models::llama3_scaling_from_factors(config, torch::ones({8}), where).type == "default");
   // Llama 3.1 8B's and 3.2's own shapes (head_dim 128, theta 5e5, context 8192; factor 8 and
@@ -338,8 +268,8 @@ TEST_CASE("families: rope_freqs that no Llama 3 scaling gives are a one-line err
     real.rope_theta = 500000.0;
     real.rope_scaling.factor = factor;
     real.rope_scaling.original_max_positions = 8192;
-    const auto s =
-        models::llama3_scaling_from_factors(real, torch::tensor(converter_rope_freqs(real)), where);
+    const auto s = models::llama3_scaling_from_factors(
+        real, torch::tensor(testing::converter_rope_freqs(real)), where);
     CHECK(s.factor == Approx(factor));
     CHECK(s.original_max_positions == 8192);
     CHECK(s.high_freq_factor == Approx(4.0).epsilon(1e-4));

@@ -12,6 +12,7 @@
 #include "models/bpe_tokenizer.h"
 #include "models/safetensors.h"
 #include "tests/models/byte_level_tokens.h"
+#include "tests/models/family_gguf.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_paths.h"
 
@@ -23,6 +24,7 @@ namespace {
 
 struct Family {
   const char* fixture;
+  const char* arch;  // llama.cpp's architecture name
   const char* chat_format;
   std::vector<std::string> specials;  // the first is BOS for Llama 3; the last is EOS
   bool has_bos;
@@ -68,50 +70,66 @@ fs::path widened_model(const Family& f, const fs::path& dir) {
   return dir;
 }
 
+// The tiny run in the family's chat format, then its PPO checkpoint exported for peft and used
+// by `generate` on the same base.
+void run_and_export(const Family& f, const fs::path& model, const fs::path& root) {
+  const fs::path out = root / "run";
+  auto run = testing::run_citeforge(
+      "run tests/fixtures/configs/tiny.yaml --out " + out.string() +
+      " --set model.build=null --set model.tokenizer_vocab=0 --set pretrain.enabled=false"
+      " --set model.path=" +
+      model.string() + " --set model.quantization=nf4 --set model.chat_format=" + f.chat_format +
+      " --set 'settings=[sft, sft+ppo]' --set sft.epochs=1 --set ppo.iterations=2"
+      " --set ppo.eval_every=2");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.output.find("policy: NF4 base") != std::string::npos);
+  const auto results = json::parse(read_file((out / "results.json").string()));
+  CHECK(results.dump().find("sft+ppo") != std::string::npos);
+  CHECK(fs::exists(out / "checkpoints/sft+ppo-1/adapter_model.safetensors"));
+  const fs::path peft = root / "peft";
+  auto exported =
+      testing::run_citeforge("export --checkpoint " + (out / "checkpoints/sft+ppo-1").string() +
+                             " --format peft --out " + peft.string());
+  INFO(exported.output);
+  REQUIRE(exported.exit_code == 0);
+  auto generated = testing::run_citeforge(
+      "generate --model " + model.string() + " --adapter " + peft.string() + " --chat " +
+      f.chat_format + " --prompt 'Which document?' --greedy --max-new-tokens 4");
+  INFO(generated.output);
+  CHECK(generated.exit_code == 0);
+}
+
 }  // namespace
 
 TEST_CASE("a tiny QLoRA SFT + PPO run and a peft export on Llama 3, Qwen2.5 and Qwen3",
           "[families][pipeline]") {
   const Family families[] = {
       {"llama3_rope",
+       "llama",
        "llama3",
        {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"},
        true},
-      {"qwen2", "qwen2", {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}, false},
+      {"qwen2", "qwen2", "qwen2", {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}, false},
       {"qwen3",
+       "qwen3",
        "qwen3",
        {"<|endoftext|>", "<|im_start|>", "<think>", "</think>", "<|im_end|>"},
        false},
   };
+  // The same run from the HF directory and from a GGUF file of it (llama.cpp's layout, the
+  // family's special tokens as control tokens).
   for (const auto& f : families) {
-    INFO(f.fixture);
-    const fs::path root = testing::temp_dir(std::string("family_run_") + f.fixture);
-    const fs::path model = widened_model(f, root / "model");
-    const fs::path out = root / "run";
-    auto run = testing::run_citeforge(
-        "run tests/fixtures/configs/tiny.yaml --out " + out.string() +
-        " --set model.build=null --set model.tokenizer_vocab=0 --set pretrain.enabled=false"
-        " --set model.path=" +
-        model.string() + " --set model.quantization=nf4 --set model.chat_format=" + f.chat_format +
-        " --set 'settings=[sft, sft+ppo]' --set sft.epochs=1 --set ppo.iterations=2"
-        " --set ppo.eval_every=2");
-    INFO(run.output);
-    REQUIRE(run.exit_code == 0);
-    CHECK(run.output.find("policy: NF4 base") != std::string::npos);
-    const auto results = json::parse(read_file((out / "results.json").string()));
-    CHECK(results.dump().find("sft+ppo") != std::string::npos);
-    CHECK(fs::exists(out / "checkpoints/sft+ppo-1/adapter_model.safetensors"));
-    // The PPO checkpoint leaves as a peft adapter that loads back onto the family's base.
-    const fs::path peft = root / "peft";
-    auto exported =
-        testing::run_citeforge("export --checkpoint " + (out / "checkpoints/sft+ppo-1").string() +
-                               " --format peft --out " + peft.string());
-    INFO(exported.output);
-    REQUIRE(exported.exit_code == 0);
-    auto generated = testing::run_citeforge(
-        "generate --model " + model.string() + " --adapter " + peft.string() + " --chat " +
-        f.chat_format + " --prompt 'Which document?' --greedy --max-new-tokens 4");
-    INFO(generated.output);
-    CHECK(generated.exit_code == 0);
+    for (const bool gguf : {false, true}) {
+      INFO(f.fixture << (gguf ? " from GGUF" : " from HF"));
+      const fs::path root =
+          testing::temp_dir(std::string("family_run_") + f.fixture + (gguf ? "_gguf" : ""));
+      fs::path model = widened_model(f, root / "model");
+      if (gguf)
+        model = testing::family_gguf(testing::fixture_path(std::string("families/") + f.fixture),
+                                     f.fixture, f.arch, f.specials, f.has_bos ? 0 : -1,
+                                     int64_t(f.specials.size()) - 1, 2048);
+      run_and_export(f, model, root);
+    }
   }
 }
