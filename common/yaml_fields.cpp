@@ -35,8 +35,13 @@ void require_known_keys(const YAML::Node& node, const std::set<std::string>& all
     if (!prefix.empty() && prefix.back() == '.') prefix.pop_back();
     yaml_fail(node, {file, prefix}, "expected a mapping");
   }
+  std::set<std::string> seen;
   for (const auto& entry : node) {
     const std::string key = entry.first.as<std::string>();
+    // yaml-cpp keeps both entries of a repeated key and lookups find the first: the second
+    // would be silently ignored.
+    if (!seen.insert(key).second)
+      yaml_fail(entry.first, {file, key_prefix + key}, "given twice in the same mapping");
     if (!allowed.count(key)) {
       std::string known;
       for (const std::string& name : allowed) known += (known.empty() ? "" : ", ") + name;

@@ -357,7 +357,8 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
     specs.push_back({name, written_type(t.type, dtype), present[name]});
     sources.push_back(&t);
   }
-  check_model_tensors(config, present, gguf_path);
+  check_model_tensors(config, present, gguf_path, nullptr,
+                      "key '" + arch_key(file, "block_count") + "'");
   BpeVocabulary vocab = gguf_vocabulary(file);
   if (static_cast<int64_t>(vocab.tokens.size()) > config.vocab_size)
     fail_at(gguf_path, "key 'tokenizer.ggml.tokens'", "more tokens than the model's vocab size");

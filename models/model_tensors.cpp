@@ -66,10 +66,11 @@ std::map<std::string, std::vector<int64_t>> expected_tensor_shapes(const ModelCo
 
 void check_model_tensors(const ModelConfig& c,
                          const std::map<std::string, std::vector<int64_t>>& present,
-                         const std::string& location, bool (*ignorable)(const std::string&)) {
+                         const std::string& location, bool (*ignorable)(const std::string&),
+                         const std::string& layer_field) {
   const int64_t most_layers = int64_t(present.size()) / tensors_per_layer(c);
   if (c.num_layers > most_layers)
-    fail_at(location, "the layer count",
+    fail_at(location, layer_field,
             "the config says " + std::to_string(c.num_layers) + " layers, but the file holds " +
                 std::to_string(present.size()) + " tensors, too few for more than " +
                 std::to_string(most_layers));

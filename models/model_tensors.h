@@ -23,11 +23,12 @@ std::map<std::string, std::vector<int64_t>> expected_tensor_shapes(const ModelCo
 // Fails with one line naming `location` unless `present` (HF name -> shape, as the file says)
 // holds exactly the tensors `config` implies, each once with its shape. Names for which
 // `ignorable` says true are skipped. The layer count is bounded by the tensors present first, so
-// an absurd count costs nothing.
+// an absurd count costs nothing; `layer_field` names where the count came from.
 void check_model_tensors(const ModelConfig& config,
                          const std::map<std::string, std::vector<int64_t>>& present,
                          const std::string& location,
-                         bool (*ignorable)(const std::string& name) = nullptr);
+                         bool (*ignorable)(const std::string& name) = nullptr,
+                         const std::string& layer_field = "config.json's num_hidden_layers");
 
 // "[a, b]", as the shape errors print it.
 std::string shape_text(torch::IntArrayRef shape);

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/file_io.h"
 #include "models/model_tensors.h"
+#include "models/peft_adapter_config.h"
 #include "models/safetensors.h"
 
 namespace citeforge::models {
@@ -27,16 +28,6 @@ std::vector<std::string> adapted_layers(LlamaForCausalLM& model) {
   for (auto& [name, linear] : named_linears(model))
     if (linear->has_lora()) out.push_back(name);
   return out;
-}
-
-template <typename T>
-T field(const nlohmann::json& j, const char* key, const std::string& file, T fallback) {
-  if (!j.contains(key) || j[key].is_null()) return fallback;
-  try {
-    return j[key].get<T>();
-  } catch (const nlohmann::json::exception&) {
-    fail_at(file, std::string("field '") + key + "'", "has the wrong type");
-  }
 }
 
 }  // namespace
@@ -94,46 +85,14 @@ void save_peft_adapter(LlamaForCausalLM& model, const LoraConfig& config,
 PeftAdapter load_peft_adapter(LlamaForCausalLM& model, const std::string& dir) {
   const std::string config_path = (fs::path(dir) / "adapter_config.json").string();
   if (!fs::exists(config_path)) fail_at(dir, "", "not a peft adapter (no adapter_config.json)");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_file(config_path));
-  } catch (const nlohmann::json::exception& e) {
-    fail_at(config_path, "", std::string("invalid JSON: ") + e.what());
-  }
+  const PeftAdapterSettings settings =
+      parse_peft_adapter_config(read_file(config_path), config_path);
   PeftAdapter adapter;
-  if (field<std::string>(j, "peft_type", config_path, "LORA") != "LORA")
-    fail_at(config_path, "field 'peft_type'", "only LORA adapters are supported");
-  if (field<bool>(j, "use_dora", config_path, false))
-    fail_at(config_path, "field 'use_dora'", "DoRA adapters are not supported");
-  if (field<bool>(j, "use_rslora", config_path, false))
-    fail_at(config_path, "field 'use_rslora'", "rsLoRA scaling is not supported");
-  if (field<bool>(j, "fan_in_fan_out", config_path, false))
-    fail_at(config_path, "field 'fan_in_fan_out'", "transposed (Conv1D) layers are not supported");
-  if (field<std::string>(j, "bias", config_path, "none") != "none")
-    fail_at(config_path, "field 'bias'", "adapters with biases are not supported");
-  for (const char* key : {"rank_pattern", "alpha_pattern"})
-    if (j.contains(key) && !j[key].is_null() && !j[key].empty())
-      fail_at(config_path, std::string("field '") + key + "'",
-              "per-module ranks or alphas are not supported");
-  if (j.contains("modules_to_save") && !j["modules_to_save"].is_null() &&
-      !j["modules_to_save"].empty())
-    fail_at(config_path, "field 'modules_to_save'",
-            "fully trained extra modules are not supported");
-  if (!j.contains("r")) fail_at(config_path, "field 'r'", "missing");
-  adapter.config.spec.r = field<int64_t>(j, "r", config_path, 0);
-  adapter.config.spec.alpha = field<double>(j, "lora_alpha", config_path, 8.0);
-  adapter.config.spec.dropout = field<double>(j, "lora_dropout", config_path, 0.0);
-  adapter.base_model = field<std::string>(j, "base_model_name_or_path", config_path, "");
-  if (j.contains("target_modules") && j["target_modules"].is_string())
-    adapter.config.target_modules = {j["target_modules"].get<std::string>()};
-  else
-    adapter.config.target_modules =
-        field<std::vector<std::string>>(j, "target_modules", config_path, {"all-linear"});
-  if (adapter.config.spec.r <= 0) fail_at(config_path, "field 'r'", "must be > 0");
-  if (!std::isfinite(adapter.config.spec.alpha) || adapter.config.spec.alpha <= 0)
-    fail_at(config_path, "field 'lora_alpha'", "must be a finite number > 0");
-  if (!(adapter.config.spec.dropout >= 0 && adapter.config.spec.dropout < 1))
-    fail_at(config_path, "field 'lora_dropout'", "must be in [0, 1)");
+  adapter.config.spec.r = settings.r;
+  adapter.config.spec.alpha = settings.alpha;
+  adapter.config.spec.dropout = settings.dropout;
+  adapter.config.target_modules = settings.target_modules;
+  adapter.base_model = settings.base_model;
   if (!lora_parameters(model).empty())
     throw Error(dir + ": the model already has adapters; load an adapter onto a bare base model");
 

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "models/safetensors_header.h"
 
 namespace citeforge::models {
 
@@ -19,17 +20,17 @@ using nlohmann::json;
 
 namespace {
 
+// Each safetensors dtype's LibTorch type (its size in bytes: safetensors_header.h).
 struct DtypeInfo {
   const char* name;
   torch::ScalarType type;
-  size_t bytes;
 };
 
 constexpr DtypeInfo kDtypes[] = {
-    {"F32", torch::kFloat32, 4}, {"F16", torch::kFloat16, 2}, {"BF16", torch::kBFloat16, 2},
-    {"F64", torch::kFloat64, 8}, {"I64", torch::kInt64, 8},   {"I32", torch::kInt32, 4},
-    {"I16", torch::kInt16, 2},   {"I8", torch::kInt8, 1},     {"U8", torch::kUInt8, 1},
-    {"BOOL", torch::kBool, 1},
+    {"F32", torch::kFloat32}, {"F16", torch::kFloat16}, {"BF16", torch::kBFloat16},
+    {"F64", torch::kFloat64}, {"I64", torch::kInt64},   {"I32", torch::kInt32},
+    {"I16", torch::kInt16},   {"I8", torch::kInt8},     {"U8", torch::kUInt8},
+    {"BOOL", torch::kBool},
 };
 
 const DtypeInfo* dtype_by_name(const std::string& name) {
@@ -45,117 +46,30 @@ const DtypeInfo& dtype_by_type(torch::ScalarType type, const std::string& tensor
               " cannot be stored in safetensors");
 }
 
-// Parses one file's header and adds its tensors to `out`. `expected` (from a shard index)
-// lists the names this file must hold.
+// Parses one file's header (safetensors_header.h) and adds its tensors to `out`.
 void add_file(SafetensorsCheckpoint& out, const std::string& path) {
   auto file = map_file(path);
-  const char* base = file->data;
-  if (file->size < 8)
-    fail_at(path, "header",
-            "file is " + std::to_string(file->size) + " bytes, too short for a safetensors header");
-  uint64_t header_len = 0;
-  std::memcpy(&header_len, base, 8);  // little-endian on every platform we build for
-  if (header_len > file->size - 8)
-    fail_at(path, "header",
-            "header length " + std::to_string(header_len) + " exceeds the file size " +
-                std::to_string(file->size) + " (truncated or not a safetensors file)");
-  const size_t section = 8 + header_len;
-  const char* header_text = base + 8;
-  json header;
-  try {
-    header = json::parse(header_text, header_text + header_len);
-  } catch (const json::exception& e) {
-    fail_at(path, "header", std::string("invalid JSON: ") + e.what());
-  }
-  if (!header.is_object()) fail_at(path, "header", "expected a JSON object");
-  const size_t data_size = file->size - section;
-  std::vector<std::tuple<size_t, size_t, std::string>> ranges;  // this file's, for the layout check
-  for (auto& [name, info] : header.items()) {
-    if (name == "__metadata__") {
-      if (out.metadata.empty() && info.is_object())
-        for (auto& [k, v] : info.items())
-          if (v.is_string()) out.metadata[k] = v.get<std::string>();
-      continue;
-    }
-    const std::string where = "tensor '" + name + "'";
-    if (out.tensors.count(name)) fail_at(path, where, "appears in more than one file");
-    if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") ||
-        !info.contains("data_offsets"))
-      fail_at(path, where, "needs dtype, shape and data_offsets");
+  const auto header = parse_safetensors_header(std::string_view(file->data, file->size), path);
+  if (out.metadata.empty()) out.metadata = header.metadata;
+  for (const auto& t : header.tensors) {
+    if (out.tensors.count(t.name))
+      fail_at(path, "tensor '" + t.name + "'", "appears in more than one file");
     TensorEntry entry;
     entry.file = path;
+    entry.dtype = t.dtype;
+    entry.shape = t.shape;
+    entry.begin = t.begin;
+    entry.end = t.end;
+    entry.section = header.section;
     entry.mapping = file;
-    entry.section = section;
-    try {
-      entry.dtype = info["dtype"].get<std::string>();
-      entry.shape = info["shape"].get<std::vector<int64_t>>();
-      auto offsets = info["data_offsets"].get<std::vector<size_t>>();
-      if (offsets.size() != 2) fail_at(path, where, "data_offsets must have two entries");
-      entry.begin = offsets[0];
-      entry.end = offsets[1];
-    } catch (const json::exception&) {
-      fail_at(path, where, "malformed dtype, shape or data_offsets");
-    }
-    const DtypeInfo* dtype = dtype_by_name(entry.dtype);
-    if (!dtype) fail_at(path, where, "unsupported dtype '" + entry.dtype + "'");
-    size_t numel = 1;
-    for (int64_t d : entry.shape) {
-      if (d < 0) fail_at(path, where, "negative dimension in shape");
-      if (d != 0 && numel > std::numeric_limits<size_t>::max() / dtype->bytes / size_t(d))
-        fail_at(path, where, "shape's size overflows");
-      numel *= static_cast<size_t>(d);
-    }
-    if (entry.end < entry.begin || entry.end - entry.begin != numel * dtype->bytes)
-      fail_at(path, where,
-              "data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
-                  ") do not match shape and dtype (" + std::to_string(numel * dtype->bytes) +
-                  " bytes)");
-    if (entry.end > data_size)
-      fail_at(path, where,
-              "data ends at byte " + std::to_string(entry.end) + " but the data section has " +
-                  std::to_string(data_size) + " bytes (truncated file)");
-    ranges.emplace_back(entry.begin, entry.end, name);
-    out.tensors.emplace(name, std::move(entry));
+    out.tensors.emplace(t.name, std::move(entry));
   }
-  // The format's rule (and the reference reader's): the tensors tile the data section, with
-  // neither overlaps, which would let one tensor's bytes pass for another's, nor gaps.
-  std::sort(ranges.begin(), ranges.end());
-  size_t next = 0;
-  for (const auto& [begin, end, name] : ranges) {
-    if (begin < next)
-      fail_at(path, "tensor '" + name + "'",
-              "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
-                  ") overlap another tensor's bytes");
-    if (begin > next)
-      fail_at(path, "tensor '" + name + "'",
-              "data_offsets start at byte " + std::to_string(begin) + ", leaving bytes " +
-                  std::to_string(next) + "-" + std::to_string(begin) + " unused (a gap)");
-    next = end;
-  }
-  if (next != data_size)
-    fail_at(path, "data section",
-            std::to_string(data_size - next) + " bytes after the last tensor belong to none");
 }
 
 void open_index(SafetensorsCheckpoint& out, const std::string& index_path) {
-  std::ifstream in(index_path);
-  if (!in) fail_at(index_path, "", "cannot open");
-  json index;
-  try {
-    in >> index;
-  } catch (const json::parse_error& e) {
-    fail_at(index_path, "byte " + std::to_string(e.byte), "invalid JSON");
-  } catch (const json::exception& e) {  // a number past every type: out_of_range
-    fail_at(index_path, "", std::string("invalid JSON: ") + e.what());
-  }
-  if (!index.contains("weight_map") || !index["weight_map"].is_object())
-    fail_at(index_path, "field 'weight_map'", "missing or not an object");
-  std::map<std::string, std::string> owner;  // tensor -> shard file name
-  for (auto& [name, shard] : index["weight_map"].items()) {
-    if (!shard.is_string())
-      fail_at(index_path, "weight_map['" + name + "']", "expected a file name");
-    owner[name] = shard.get<std::string>();
-  }
+  if (!fs::exists(index_path)) fail_at(index_path, "", "cannot open");
+  const std::map<std::string, std::string> owner =
+      parse_safetensors_index(read_file(index_path), index_path);
   const fs::path dir = fs::path(index_path).parent_path();
   std::set<std::string> shards;
   for (auto& [name, shard] : owner) shards.insert(shard);
@@ -228,7 +142,7 @@ std::string header_bytes(const std::vector<SafetensorsSpec>& specs,
   for (const auto& spec : specs) {
     if (header.contains(spec.name)) throw Error(path + ": tensor '" + spec.name + "' given twice");
     const DtypeInfo& dtype = dtype_by_type(spec.dtype, spec.name);
-    size_t bytes = dtype.bytes;
+    size_t bytes = safetensors_dtype_bytes(dtype.name);
     for (int64_t d : spec.shape) bytes *= static_cast<size_t>(d);
     header[spec.name] = {
         {"dtype", dtype.name}, {"shape", spec.shape}, {"data_offsets", {offset, offset + bytes}}};

@@ -16,7 +16,7 @@ out="${FUZZ_OUT:-/tmp/citeforge-fuzz}"
 build="${FUZZ_BUILD_DIR:-build-fuzz}"
 cxx="$(command -v clang++-14 || command -v clang++)"
 cc="$(command -v clang-14 || command -v clang)"
-read -r -a targets <<<"${FUZZ_TARGETS:-fuzz_citations fuzz_synsciqa_instruction fuzz_gguf fuzz_tokenizer_json fuzz_data_files}"
+read -r -a targets <<<"${FUZZ_TARGETS:-fuzz_citations fuzz_synsciqa_instruction fuzz_gguf fuzz_tokenizer_json fuzz_data_files fuzz_safetensors_header fuzz_adapter_config}"
 
 mkdir -p "$out"
 echo "== building ${targets[*]} into $build"
@@ -92,6 +92,31 @@ tok = {"version": "1.0", "normalizer": None,
        "decoder": {"type": "ByteLevel"},
        "model": {"type": "BPE", "vocab": vocab, "merges": ["\u0120 t", "\u0120t h"]}}
 open(f"{seeds}/tokenizer_json/tiny.json", "w").write(json.dumps(tok))
+# Qwen's normaliser and split, so the NFC path is fuzzed from the start.
+tok["normalizer"] = {"type": "NFC"}
+tok["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+    {"type": "Split", "pattern": {"Regex": "\\p{N}| ?\\p{L}+|\\s+"}, "behavior": "Isolated",
+     "invert": False},
+    {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}
+open(f"{seeds}/tokenizer_json/nfc.json", "w").write(json.dumps(tok))
+PY
+# A safetensors file of two tensors, and a shard index; a peft adapter_config.json.
+mkdir -p "$seeds/safetensors" "$seeds/adapter_config"
+python3 - "$seeds" <<'PY'
+import json, struct, sys
+seeds = sys.argv[1]
+header = json.dumps({"__metadata__": {"format": "pt"},
+                     "a": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
+                     "b": {"dtype": "BF16", "shape": [3], "data_offsets": [16, 22]}}).encode()
+open(f"{seeds}/safetensors/two.safetensors", "wb").write(
+    struct.pack("<Q", len(header)) + header + bytes(22))
+open(f"{seeds}/safetensors/index.json", "w").write(json.dumps(
+    {"metadata": {"total_size": 22}, "weight_map": {"a": "model-00001-of-00002.safetensors",
+                                                    "b": "model-00002-of-00002.safetensors"}}))
+open(f"{seeds}/adapter_config/lora.json", "w").write(json.dumps(
+    {"peft_type": "LORA", "r": 16, "lora_alpha": 32, "lora_dropout": 0.05, "bias": "none",
+     "target_modules": ["q_proj", "v_proj"], "base_model_name_or_path": "x", "use_dora": False,
+     "rank_pattern": {}, "alpha_pattern": {}, "modules_to_save": None}))
 PY
 # Data files, the reader picked by the first byte: an example, answers and a CSV with quoted
 # fields.
@@ -109,6 +134,8 @@ for target in "${targets[@]}"; do
     fuzz_gguf) seed_dir="$seeds/gguf" ;;
     fuzz_tokenizer_json) seed_dir="$seeds/tokenizer_json" ;;
     fuzz_data_files) seed_dir="$seeds/data_files" ;;
+    fuzz_safetensors_header) seed_dir="$seeds/safetensors" ;;
+    fuzz_adapter_config) seed_dir="$seeds/adapter_config" ;;
     *) seed_dir="$seeds/citations" ;;
   esac
   echo "== running $target for ${seconds}s"
