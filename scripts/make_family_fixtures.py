@@ -16,13 +16,17 @@ each difference moves the logits by more than MATTERS (a C++ model that ignored 
   qwen2         Qwen2/2.5: q/k/v biases (no o_proj bias), tied embeddings, theta 1e6
   qwen3         Qwen3: per-head q/k RMSNorm, head_dim 16 with hidden 32 / 4 heads (8)
 The scaled-RoPE fixtures have an original context of 16 tokens and a prompt of 40, so every
-scaling type is exercised past it.
+scaling type is exercised past it. llama3_rope, qwen2 and qwen3 are also written as GGUF files
+by PyPI gguf (<name>/<name>.gguf) in llama.cpp's layout, for the [families][gguf] tests.
 """
 
 import json
+import math
 import shutil
 from pathlib import Path
 
+import gguf
+import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 from transformers import (
@@ -200,6 +204,94 @@ def make_qwen3():
         "q/k norms at 1": zeroed("_norm.weight")})
 
 
+# GPT-2's byte alphabet (printable bytes as themselves, the rest from U+0100 on): with one merged
+# token, the GGUF fixtures' vocabulary of 257, so the embedding gains zero rows past the 96.
+def byte_tokens():
+    printable = [b for b in range(256) if 33 <= b <= 126 or 161 <= b <= 172 or b >= 174]
+    out, extra = [], 0
+    for b in range(256):
+        if b in printable:
+            out.append(chr(b))
+        else:
+            out.append(chr(256 + extra))
+            extra += 1
+    return out
+
+
+def interleave(w, heads):
+    """llama.cpp's row order for q/k of the llama architecture (its RoPE rotates adjacent
+    pairs, HF's the two halves of each head)."""
+    rows = w.shape[0]
+    return w.reshape(heads, 2, rows // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def llama3_rope_factors(config):
+    """The per-frequency factors llama.cpp's converter stores for a llama3 scaling."""
+    rope = config.rope_parameters
+    dim = config.head_dim
+    context = rope["original_max_position_embeddings"]
+    low, high, factor = rope["low_freq_factor"], rope["high_freq_factor"], rope["factor"]
+    freqs = 1.0 / (rope["rope_theta"] ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    out = []
+    for freq in freqs.tolist():
+        wavelen = 2 * math.pi / freq
+        if wavelen < context / high:
+            out.append(1.0)
+        elif wavelen > context / low:
+            out.append(factor)
+        else:
+            smooth = (context / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def write_gguf(name, arch):
+    """The fixture as a GGUF file written by PyPI gguf (llama.cpp's own writer and tensor name
+    map), laid out as llama.cpp's converter lays out that architecture, every tensor F32."""
+    directory = OUT / name
+    model = load_fp32(directory)
+    config = model.config
+    kind = {"llama": gguf.MODEL_ARCH.LLAMA, "qwen2": gguf.MODEL_ARCH.QWEN2,
+            "qwen3": gguf.MODEL_ARCH.QWEN3}[arch]
+    names = gguf.get_tensor_name_map(kind, config.num_hidden_layers)
+    writer = gguf.GGUFWriter(directory / f"{name}.gguf", arch)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_head_count_kv(config.num_key_value_heads)
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    writer.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    tokens = byte_tokens() + ["\u0120t"]  # and one merge: llama.cpp requires the merges key
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("gpt-2")
+    writer.add_token_list(tokens)
+    writer.add_token_types([gguf.TokenType.NORMAL] * len(tokens))
+    writer.add_token_merges(["\u0120 t"])
+    for hf_name, tensor in model.state_dict().items():
+        if hf_name == "lm_head.weight" and config.tie_word_embeddings:
+            continue
+        base, suffix = hf_name.rsplit(".", 1)
+        w = tensor.numpy().astype(np.float32)
+        if arch == "llama" and base.endswith("q_proj"):
+            w = interleave(w, config.num_attention_heads)
+        if arch == "llama" and base.endswith("k_proj"):
+            w = interleave(w, config.num_key_value_heads)
+        if base in ("model.embed_tokens", "lm_head"):
+            w = np.concatenate([w, np.zeros((len(tokens) - w.shape[0], w.shape[1]), np.float32)])
+        writer.add_tensor(f"{names.get_name(base)}.{suffix}", np.ascontiguousarray(w))
+    if config.rope_parameters.get("rope_type") == "llama3":
+        writer.add_tensor("rope_freqs.weight", llama3_rope_factors(config))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def main():
     torch.use_deterministic_algorithms(True)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -207,6 +299,8 @@ def main():
                  make_qwen2, make_qwen3):
         print(make.__name__.removeprefix("make_"))
         make()
+    for name, arch in (("llama3_rope", "llama"), ("qwen2", "qwen2"), ("qwen3", "qwen3")):
+        write_gguf(name, arch)
 
 
 if __name__ == "__main__":

@@ -219,37 +219,42 @@ TEST_CASE(
   for (const auto& [name, arch] : std::vector<std::pair<std::string, std::string>>{
            {"llama3_rope", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}}) {
     INFO(name);
-    const auto gguf = testing::family_gguf(fixture_dir(name), name, arch);
-    const auto dir = (testing::temp_dir("family_import_" + name) / "model").string();
-    models::import_gguf(gguf, dir, nullptr, models::NonFiniteWeights::error,
-                        models::ImportDtype::float32);
-    auto model = models::load_model(dir);
-    const auto hf = models::read_model_config(fixture_dir(name) + "/config.json");
-    CHECK(model->config.architecture == hf.architecture);
-    // Llama 3.1's scaling comes back from rope_freqs: factor 8, low/high 1 and 4, context 16.
-    CHECK(model->config.rope_scaling.type == hf.rope_scaling.type);
-    CHECK(model->config.rope_scaling.factor == Approx(hf.rope_scaling.factor).epsilon(1e-6));
-    CHECK(model->config.rope_scaling.low_freq_factor == hf.rope_scaling.low_freq_factor);
-    CHECK(model->config.rope_scaling.high_freq_factor ==
-          Approx(hf.rope_scaling.high_freq_factor).epsilon(1e-4));
-    CHECK(model->config.rope_scaling.original_max_positions ==
-          hf.rope_scaling.original_max_positions);
-    auto expected = models::open_safetensors(fixture_dir(name) + "/expected.safetensors");
-    for (int i = 0; i < 3; ++i) {
-      const auto ids = expected.get("input_ids_" + std::to_string(i));
-      auto logits = model->forward(ids.unsqueeze(0))[0];
-      INFO("prompt " << i);
-      const auto want = expected.get("logits_" + std::to_string(i));
-      CHECK(max_abs_diff(logits.slice(-1, 0, want.size(-1)), want) < 1e-4);
+    // Written by PyPI gguf (scripts/make_family_fixtures.py), and by this repository's own
+    // builder (tests/models/family_gguf.h, which the run tests use): both must import alike.
+    const std::string written = fixture_dir(name) + "/" + name + ".gguf";
+    for (const auto& gguf : {written, testing::family_gguf(fixture_dir(name), name, arch)}) {
+      INFO(gguf);
+      const auto dir = (testing::temp_dir("family_import_" + name) / "model").string();
+      models::import_gguf(gguf, dir, nullptr, models::NonFiniteWeights::error,
+                          models::ImportDtype::float32);
+      auto model = models::load_model(dir);
+      const auto hf = models::read_model_config(fixture_dir(name) + "/config.json");
+      CHECK(model->config.architecture == hf.architecture);
+      // Llama 3.1's scaling comes back from rope_freqs: factor 8, low/high 1 and 4, context 16.
+      CHECK(model->config.rope_scaling.type == hf.rope_scaling.type);
+      CHECK(model->config.rope_scaling.factor == Approx(hf.rope_scaling.factor).epsilon(1e-6));
+      CHECK(model->config.rope_scaling.low_freq_factor == hf.rope_scaling.low_freq_factor);
+      CHECK(model->config.rope_scaling.high_freq_factor ==
+            Approx(hf.rope_scaling.high_freq_factor).epsilon(1e-4));
+      CHECK(model->config.rope_scaling.original_max_positions ==
+            hf.rope_scaling.original_max_positions);
+      auto expected = models::open_safetensors(fixture_dir(name) + "/expected.safetensors");
+      for (int i = 0; i < 3; ++i) {
+        const auto ids = expected.get("input_ids_" + std::to_string(i));
+        auto logits = model->forward(ids.unsqueeze(0))[0];
+        INFO("prompt " << i);
+        const auto want = expected.get("logits_" + std::to_string(i));
+        CHECK(max_abs_diff(logits.slice(-1, 0, want.size(-1)), want) < 1e-4);
+      }
+      // 32 greedy tokens through the KV cache. The byte vocabulary's extra rows are zero, so their
+      // logits are 0: below every step's winner here, so the same tokens are picked.
+      models::SamplingOptions options;
+      options.greedy = true;
+      options.max_new_tokens = 32;
+      options.eos_ids = {-1};
+      const auto out = models::generate(model, {as_ids(expected.get("greedy_prompt"))}, options);
+      CHECK(out[0].tokens == as_ids(expected.get("greedy_tokens")));
     }
-    // 32 greedy tokens through the KV cache. The byte vocabulary's extra rows are zero, so their
-    // logits are 0: below every step's winner here, so the same tokens are picked.
-    models::SamplingOptions options;
-    options.greedy = true;
-    options.max_new_tokens = 32;
-    options.eos_ids = {-1};
-    const auto out = models::generate(model, {as_ids(expected.get("greedy_prompt"))}, options);
-    CHECK(out[0].tokens == as_ids(expected.get("greedy_tokens")));
   }
 }
 
