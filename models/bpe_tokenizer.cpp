@@ -178,6 +178,24 @@ namespace {
 
 BpeVocabulary parse_tokenizer_json(const json& j, const std::string& path);
 
+// The special token a TemplateProcessing post-processor (alone or inside a Sequence) puts before
+// a single text, or "".
+std::string post_processor_bos(const json& node) {
+  if (!node.is_object()) return "";
+  if (node.value("type", "") == "Sequence") {
+    for (const auto& p : node.value("processors", json::array()))
+      if (auto bos = post_processor_bos(p); !bos.empty()) return bos;
+    return "";
+  }
+  if (node.value("type", "") != "TemplateProcessing") return "";
+  const json single = node.value("single", json::array());
+  if (!single.is_array() || single.empty() || !single[0].is_object() ||
+      !single[0].contains("SpecialToken"))
+    return "";
+  const json& special = single[0]["SpecialToken"];
+  return special.is_object() ? special.value("id", "") : "";
+}
+
 }  // namespace
 
 BpeVocabulary read_tokenizer_json(const std::string& path) {
@@ -296,7 +314,45 @@ BpeVocabulary parse_tokenizer_json(const json& j, const std::string& path) {
     v.pad_id = id_of("pad_token");
     v.unk_id = id_of("unk_token");
   }
+  // Llama 3's tokenizer adds BOS in tokenizer.json's post-processor (a template that starts with
+  // a special token), which HF's encode runs, not through tokenizer_config's add_bos_token.
+  const std::string template_bos = post_processor_bos(j.value("post_processor", json()));
+  if (!template_bos.empty()) {
+    const auto it = std::find(v.tokens.begin(), v.tokens.end(), template_bos);
+    if (it == v.tokens.end())
+      fail_at(path, "field 'post_processor'",
+              "its template starts with '" + template_bos + "', which is not a token");
+    v.add_bos = true;
+    if (v.bos_id < 0) v.bos_id = it - v.tokens.begin();
+  }
   return v;
+}
+
+}  // namespace
+
+namespace {
+
+// ByteLevel offsets, then, for a tokenizer that adds BOS, the template HF's encode follows (as
+// Llama 3's tokenizer.json has it).
+json post_processor_json(const BpeVocabulary& v) {
+  json byte_level = {{"type", "ByteLevel"},
+                     {"add_prefix_space", false},
+                     {"trim_offsets", false},
+                     {"use_regex", true}};
+  if (!v.add_bos || v.bos_id < 0 || v.bos_id >= static_cast<int64_t>(v.tokens.size()))
+    return byte_level;
+  const std::string& bos = v.tokens[v.bos_id];
+  auto piece = [&](const char* seq) {
+    return json::array({json{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}},
+                        json{{"Sequence", {{"id", seq}, {"type_id", 0}}}}});
+  };
+  json pair = piece("A");
+  for (const auto& p : piece("B")) pair.push_back(p);
+  json templ = {{"type", "TemplateProcessing"},
+                {"single", piece("A")},
+                {"pair", pair},
+                {"special_tokens", {{bos, {{"id", bos}, {"ids", {v.bos_id}}, {"tokens", {bos}}}}}}};
+  return {{"type", "Sequence"}, {"processors", json::array({byte_level, templ})}};
 }
 
 }  // namespace
@@ -345,11 +401,7 @@ json tokenizer_json(const BpeVocabulary& v) {
           {"added_tokens", added},
           {"normalizer", v.normalize_nfc ? json{{"type", "NFC"}} : json(nullptr)},
           {"pre_tokenizer", pre},
-          {"post_processor",
-           {{"type", "ByteLevel"},
-            {"add_prefix_space", false},
-            {"trim_offsets", false},
-            {"use_regex", true}}},
+          {"post_processor", post_processor_json(v)},
           {"decoder",
            {{"type", "ByteLevel"},
             {"add_prefix_space", false},

@@ -113,3 +113,33 @@ TEST_CASE("Qwen's tokenizer puts text in NFC first, as its tokenizer.json asks; 
   CHECK_THROWS_WITH(models::Tokenizer(qwen, "qwen2").encode("a\xFF\xFE b"),
                     Catch::Contains("qwen2: cannot pre-tokenize text: UTF-8 error"));
 }
+
+TEST_CASE("Llama 3's BOS comes from tokenizer.json's post-processor template, both ways",
+          "[families][tokenizer]") {
+  auto v = models::gguf_vocabulary(models::read_gguf(reference("ggml-vocab-llama-bpe.gguf")));
+  const auto dir = testing::temp_dir("family_bos");
+  // Llama 3.1's tokenizer.json: ByteLevel, then a template that puts <|begin_of_text|> first;
+  // its tokenizer_config.json has no add_bos_token.
+  auto j = models::tokenizer_json(v);
+  j["post_processor"] = nlohmann::json::parse(R"({"type": "Sequence", "processors": [
+      {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
+      {"type": "TemplateProcessing",
+       "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}},
+                  {"Sequence": {"id": "A", "type_id": 0}}],
+       "pair": [], "special_tokens": {}}]})");
+  write_file_atomically((dir / "tokenizer.json").string(), j.dump());
+  const models::Tokenizer tok((dir / "tokenizer.json").string());
+  CHECK(tok.adds_bos());
+  CHECK(tok.bos_id() == 128000);
+  CHECK(tok.encode("Hello", tok.adds_bos()).front() == 128000);
+  // What citeforge writes for a BOS-adding tokenizer carries the same template back.
+  const auto written = testing::temp_dir("family_bos_written");
+  const auto again = through_tokenizer_json(tok.bpe()->vocabulary(), written);
+  CHECK(again.adds_bos());
+  CHECK(again.bos_id() == 128000);
+  // A template that names a token the vocabulary lacks is one line.
+  j["post_processor"]["processors"][1]["single"][0]["SpecialToken"]["id"] = "<|nope|>";
+  write_file_atomically((dir / "tokenizer.json").string(), j.dump());
+  CHECK_THROWS_WITH(models::Tokenizer((dir / "tokenizer.json").string()),
+                    Catch::Contains("field 'post_processor'") && Catch::Contains("<|nope|>"));
+}
