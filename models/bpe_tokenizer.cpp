@@ -215,6 +215,46 @@ BpeVocabulary read_tokenizer_json(const std::string& path) {
 
 namespace {
 
+// BOS/EOS/pad and whether to add BOS: tokenizer_config.json beside `path` names them, and a
+// post-processor template in tokenizer.json may add BOS too.
+void read_special_tokens(const json& j, const std::string& path, BpeVocabulary& v) {
+  // BOS/EOS/pad live in tokenizer_config.json beside it, not in tokenizer.json.
+  const auto config_path = std::filesystem::path(path).parent_path() / "tokenizer_config.json";
+  if (file_exists(config_path.string())) {
+    json c;
+    try {
+      c = json::parse(read_file(config_path.string()));
+    } catch (const json::exception& e) {
+      fail_at(config_path.string(), "", std::string("not valid JSON: ") + e.what());
+    }
+    auto id_of = [&](const char* key) -> int64_t {
+      if (!c.contains(key)) return -1;
+      std::string content = token_content(c[key]);
+      for (int64_t i = 0; i < static_cast<int64_t>(v.tokens.size()); ++i)
+        if (!content.empty() && v.tokens[i] == content) return i;
+      if (content.empty()) return -1;
+      fail_at(config_path.string(), std::string("field '") + key + "'",
+              "token '" + content + "' is not in the vocabulary of " + path);
+    };
+    v.add_bos = c.value("add_bos_token", false);
+    v.bos_id = id_of("bos_token");
+    v.eos_id = id_of("eos_token");
+    v.pad_id = id_of("pad_token");
+    v.unk_id = id_of("unk_token");
+  }
+  // Llama 3's tokenizer adds BOS in tokenizer.json's post-processor (a template that starts with
+  // a special token), which HF's encode runs, not through tokenizer_config's add_bos_token.
+  const std::string template_bos = post_processor_bos(j.value("post_processor", json()));
+  if (!template_bos.empty()) {
+    const auto it = std::find(v.tokens.begin(), v.tokens.end(), template_bos);
+    if (it == v.tokens.end())
+      fail_at(path, "field 'post_processor'",
+              "its template starts with '" + template_bos + "', which is not a token");
+    v.add_bos = true;
+    if (v.bos_id < 0) v.bos_id = it - v.tokens.begin();
+  }
+}
+
 BpeVocabulary parse_tokenizer_json(const json& j, const std::string& path) {
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
     fail_at(path, "field 'model'", "missing");
@@ -290,41 +330,7 @@ BpeVocabulary parse_tokenizer_json(const json& j, const std::string& path) {
     v.tokens[added.id] = added.content;
     v.added.push_back(added);
   }
-  // BOS/EOS/pad live in tokenizer_config.json beside it, not in tokenizer.json.
-  const auto config_path = std::filesystem::path(path).parent_path() / "tokenizer_config.json";
-  if (file_exists(config_path.string())) {
-    json c;
-    try {
-      c = json::parse(read_file(config_path.string()));
-    } catch (const json::exception& e) {
-      fail_at(config_path.string(), "", std::string("not valid JSON: ") + e.what());
-    }
-    auto id_of = [&](const char* key) -> int64_t {
-      if (!c.contains(key)) return -1;
-      std::string content = token_content(c[key]);
-      for (int64_t i = 0; i < static_cast<int64_t>(v.tokens.size()); ++i)
-        if (!content.empty() && v.tokens[i] == content) return i;
-      if (content.empty()) return -1;
-      fail_at(config_path.string(), std::string("field '") + key + "'",
-              "token '" + content + "' is not in the vocabulary of " + path);
-    };
-    v.add_bos = c.value("add_bos_token", false);
-    v.bos_id = id_of("bos_token");
-    v.eos_id = id_of("eos_token");
-    v.pad_id = id_of("pad_token");
-    v.unk_id = id_of("unk_token");
-  }
-  // Llama 3's tokenizer adds BOS in tokenizer.json's post-processor (a template that starts with
-  // a special token), which HF's encode runs, not through tokenizer_config's add_bos_token.
-  const std::string template_bos = post_processor_bos(j.value("post_processor", json()));
-  if (!template_bos.empty()) {
-    const auto it = std::find(v.tokens.begin(), v.tokens.end(), template_bos);
-    if (it == v.tokens.end())
-      fail_at(path, "field 'post_processor'",
-              "its template starts with '" + template_bos + "', which is not a token");
-    v.add_bos = true;
-    if (v.bos_id < 0) v.bos_id = it - v.tokens.begin();
-  }
+  read_special_tokens(j, path, v);
   return v;
 }
 
