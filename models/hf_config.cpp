@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_fits.h"
 
 namespace citeforge::models {
 namespace {
@@ -18,6 +19,8 @@ T field(const json& j, const std::string& key, const std::string& file, std::opt
     if (fallback) return *fallback;
     fail_at(file, "field '" + key + "'", "missing");
   }
+  if (!json_fits<T>(*it))
+    fail_at(file, "field '" + key + "'", "expected an integer, got " + it->dump());
   try {
     return it->get<T>();
   } catch (const json::exception&) {
@@ -188,7 +191,11 @@ ModelConfig parse_model_config(const json& j, const std::string& file) {
   if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
     c.eos_token_ids.clear();
     if (it->is_array())
-      for (const auto& id : *it) c.eos_token_ids.push_back(id.get<int64_t>());
+      for (const auto& id : *it) {
+        if (!json_fits<int64_t>(id))
+          fail_at(file, "field 'eos_token_id'", "expected integers, got " + it->dump());
+        c.eos_token_ids.push_back(id.get<int64_t>());
+      }
     else
       c.eos_token_ids.push_back(field<int64_t>(j, "eos_token_id", file, std::nullopt));
   }

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_fits.h"
 
 namespace citeforge::models {
 namespace {
@@ -11,6 +12,8 @@ namespace {
 template <typename T>
 T field(const nlohmann::json& j, const char* key, const std::string& file, T fallback) {
   if (!j.contains(key) || j[key].is_null()) return fallback;
+  if (!json_fits<T>(j[key]))
+    fail_at(file, std::string("field '") + key + "'", "expected an integer, got " + j[key].dump());
   try {
     return j[key].get<T>();
   } catch (const nlohmann::json::exception&) {

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "common/error.h"
+#include "common/json_fits.h"
 
 namespace citeforge::models {
 
@@ -30,6 +31,9 @@ SafetensorsHeaderEntry parse_entry(const std::string& name, const json& info, si
     fail_at(path, where, "needs dtype, shape and data_offsets");
   SafetensorsHeaderEntry entry;
   entry.name = name;
+  if (!json_fits<std::vector<int64_t>>(info["shape"]) ||
+      !json_fits<std::vector<size_t>>(info["data_offsets"]))
+    fail_at(path, where, "shape and data_offsets must hold integers that fit");
   try {
     entry.dtype = info["dtype"].get<std::string>();
     entry.shape = info["shape"].get<std::vector<int64_t>>();
