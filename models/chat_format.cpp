@@ -7,7 +7,6 @@
 #include "common/error.h"
 #include "common/file_io.h"
 #include "models/gguf.h"
-#include "models/gguf_import.h"
 
 namespace citeforge::models {
 

@@ -299,4 +299,14 @@ int64_t tensor_rows(const GgufTensor& tensor) {
   return rows;
 }
 
+std::string gguf_chat_template(const GgufFile& file) {
+  return file.has("tokenizer.chat_template")
+             ? file.at("tokenizer.chat_template").string("tokenizer.chat_template")
+             : "";
+}
+
+bool is_gguf_path(const std::string& path) {
+  return path.size() > 5 && path.ends_with(".gguf");
+}
+
 }  // namespace citeforge::models

@@ -100,6 +100,12 @@ GgufFile read_gguf(const std::string& path);
 // so only its metadata and directory are usable. For the fuzzer and tests.
 GgufFile parse_gguf(std::string_view bytes, const std::string& path);
 
+// The chat template (Jinja) the file carries, or "".
+std::string gguf_chat_template(const GgufFile& file);
+
+// True when `path` names a .gguf file by its extension.
+bool is_gguf_path(const std::string& path);
+
 // How many rows of dims[0] values the tensor has.
 int64_t tensor_rows(const GgufTensor& tensor);
 

@@ -295,12 +295,6 @@ BpeVocabulary gguf_vocabulary(const GgufFile& file) {
   return v;
 }
 
-std::string gguf_chat_template(const GgufFile& file) {
-  return file.has("tokenizer.chat_template")
-             ? file.at("tokenizer.chat_template").string("tokenizer.chat_template")
-             : "";
-}
-
 namespace {
 
 // The type a tensor of ggml type `type` is written in.
@@ -440,10 +434,6 @@ std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::
       fail_at(dir.string(), "", "cannot move the imported model into place: " + error.message());
   }
   return dir.string();
-}
-
-bool is_gguf_path(const std::string& path) {
-  return path.size() > 5 && path.ends_with(".gguf");
 }
 
 }  // namespace citeforge::models

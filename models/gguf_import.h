@@ -50,8 +50,6 @@ torch::Tensor llama_cpp_rows(const torch::Tensor& w, int64_t heads);
 // The tokenizer from `tokenizer.ggml.*` metadata (model "gpt2": byte-level BPE).
 BpeVocabulary gguf_vocabulary(const GgufFile& file);
 
-// The chat template (Jinja) the file carries, or "".
-std::string gguf_chat_template(const GgufFile& file);
 
 // Writes `out_dir` with config.json, generation_config.json, model.safetensors, tokenizer.json
 // and tokenizer_config.json. Everything is written to a temporary directory beside it and
@@ -77,8 +75,5 @@ void import_gguf(const std::string& gguf_path, const std::string& out_dir,
 std::string gguf_model_dir(const std::string& gguf_path, void (*log)(const std::string&) = nullptr,
                            NonFiniteWeights non_finite = NonFiniteWeights::error,
                            torch::ScalarType compute = torch::kFloat32);
-
-// True when `path` names a .gguf file by its extension.
-bool is_gguf_path(const std::string& path);
 
 }  // namespace citeforge::models

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in tests/fuzz/ with clang++ (CMake's CITEFORGE_FUZZ: ASan + UBSan,
 # the dependency-free parsers only, no LibTorch) into build-fuzz/, seeds them (the real SynSciQA
-# files; a small valid GGUF and tokenizer.json made here), and runs each for a bounded time or
+# files and run configs; a small valid GGUF, tokenizer.json, safetensors file and adapter
+# config made here), and runs each for a bounded time or
 # number of inputs. Exits non-zero when a target crashes or breaks an invariant; the last lines
 # give each target's executions.
 #
@@ -16,7 +17,7 @@ out="${FUZZ_OUT:-/tmp/citeforge-fuzz}"
 build="${FUZZ_BUILD_DIR:-build-fuzz}"
 cxx="$(command -v clang++-14 || command -v clang++)"
 cc="$(command -v clang-14 || command -v clang)"
-read -r -a targets <<<"${FUZZ_TARGETS:-fuzz_citations fuzz_synsciqa_instruction fuzz_gguf fuzz_tokenizer_json fuzz_data_files fuzz_safetensors_header fuzz_adapter_config}"
+read -r -a targets <<<"${FUZZ_TARGETS:-fuzz_citations fuzz_synsciqa_instruction fuzz_gguf fuzz_tokenizer_json fuzz_data_files fuzz_safetensors_header fuzz_adapter_config fuzz_run_config}"
 
 mkdir -p "$out"
 echo "== building ${targets[*]} into $build"
@@ -100,6 +101,9 @@ tok["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
     {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}
 open(f"{seeds}/tokenizer_json/nfc.json", "w").write(json.dumps(tok))
 PY
+# The shipped run configs and the test suite's.
+mkdir -p "$seeds/run_config"
+cp configs/*.yaml configs/synsciqa/*.yaml tests/fixtures/configs/*.yaml "$seeds/run_config/"
 # A safetensors file of two tensors, and a shard index; a peft adapter_config.json.
 mkdir -p "$seeds/safetensors" "$seeds/adapter_config"
 python3 - "$seeds" <<'PY'
@@ -136,6 +140,7 @@ for target in "${targets[@]}"; do
     fuzz_data_files) seed_dir="$seeds/data_files" ;;
     fuzz_safetensors_header) seed_dir="$seeds/safetensors" ;;
     fuzz_adapter_config) seed_dir="$seeds/adapter_config" ;;
+    fuzz_run_config) seed_dir="$seeds/run_config" ;;
     *) seed_dir="$seeds/citations" ;;
   esac
   echo "== running $target for ${seconds}s"

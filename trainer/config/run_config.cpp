@@ -11,7 +11,7 @@
 #include "common/file_io.h"
 #include "common/number_text.h"
 #include "common/yaml_fields.h"
-#include "models/gguf_import.h"
+#include "models/gguf.h"
 #include "models/tokenizer.h"
 #include "trainer/config/run_config_validate.h"
 

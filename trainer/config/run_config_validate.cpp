@@ -12,7 +12,7 @@
 #include "common/file_io.h"
 #include "common/join.h"
 #include "models/chat_format.h"
-#include "models/gguf_import.h"
+#include "models/gguf.h"
 #include "models/tokenizer.h"
 
 namespace citeforge::trainer {
