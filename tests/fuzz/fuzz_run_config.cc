@@ -17,10 +17,10 @@ using fuzz::require;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    const auto config =
-        trainer::parse_run_config(text, "fuzz.yaml", {}, trainer::FileChecks::off);
+    const auto config = trainer::parse_run_config(text, "fuzz.yaml", {}, trainer::FileChecks::off);
     const std::string yaml = trainer::run_config_to_yaml(config);
-    const auto again = trainer::parse_run_config(yaml, "resolved.yaml", {}, trainer::FileChecks::off);
+    const auto again =
+        trainer::parse_run_config(yaml, "resolved.yaml", {}, trainer::FileChecks::off);
     require(trainer::run_config_to_yaml(again) == yaml);
   } catch (const Error&) {
   }
