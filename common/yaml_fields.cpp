@@ -37,6 +37,10 @@ void require_known_keys(const YAML::Node& node, const std::set<std::string>& all
   }
   std::set<std::string> seen;
   for (const auto& entry : node) {
+    // A complex key ("? [a, b]: 1") is valid YAML but no key of ours; as<std::string>() on it
+    // throws yaml-cpp's own exception, which no caller expects.
+    if (!entry.first.IsScalar())
+      yaml_fail(entry.first, {file, key_prefix + "?"}, "a key must be a plain name");
     const std::string key = entry.first.as<std::string>();
     // yaml-cpp keeps both entries of a repeated key and lookups find the first: the second
     // would be silently ignored.

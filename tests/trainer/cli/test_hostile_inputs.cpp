@@ -239,6 +239,15 @@ TEST_CASE("hostile safetensors checkpoints: generate ends in one line naming fil
     write(dir / "tokenizer.json", tok.dump());
     cases.push_back({"normalizer", dir, "field 'normalizer'"});
   }
+  {
+    // A SentencePiece model that is not one (tokenizer.model is preferred to tokenizer.json).
+    const fs::path dir = root / "sentencepiece";
+    with_header(valid, dir, header, data);
+    fs::remove(dir / "model.safetensors");
+    fs::copy_file(valid / "model.safetensors", dir / "model.safetensors");
+    write(dir / "tokenizer.model", std::string("\x0a\xff\xff\xff\xff\x0f garbage", 14));
+    cases.push_back({"sentencepiece", dir, "tokenizer.model"});
+  }
   for (const auto& c : cases) {
     INFO(c.tag);
     auto r = testing::run_citeforge("generate --model " + c.dir.string() +
@@ -298,6 +307,11 @@ TEST_CASE("hostile adapters, run configs and data files end in one line naming f
     typed.replace(typed.find("threads: 1"), 10, "threads: many");
     auto [file, r] = run_config("type", typed);
     check_one_line_error(r, "threads");
+  }
+  {
+    // A complex key, valid YAML (the run-config fuzzer's find: yaml-cpp's exception escaped).
+    auto [file, r] = run_config("complex_key", tiny + "? [a, b]\n: 1\n");
+    check_one_line_error(r, "a key must be a plain name");
   }
   {
     // A repeated key: yaml-cpp keeps both and reads the first, so the second would be ignored.
