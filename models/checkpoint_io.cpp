@@ -67,7 +67,7 @@ void load_weights(LlamaForCausalLM& model, const SafetensorsCheckpoint& checkpoi
       fail_at(entry.file, "tensor '" + name + "'", unexpected_tensor_reason(model->config, name));
 }
 
-LlamaForCausalLM load_model(const std::string& dir, const LoadOptions& options) {
+std::pair<ModelConfig, SafetensorsCheckpoint> check_model_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir)) fail_at(dir, "", "model directory does not exist");
   ModelConfig config = read_model_config((fs::path(dir) / "config.json").string());
@@ -76,6 +76,11 @@ LlamaForCausalLM load_model(const std::string& dir, const LoadOptions& options) 
   std::map<std::string, std::vector<int64_t>> present;
   for (const auto& [name, entry] : checkpoint.tensors) present[name] = entry.shape;
   check_model_tensors(config, present, checkpoint.location, ignorable);
+  return {std::move(config), std::move(checkpoint)};
+}
+
+LlamaForCausalLM load_model(const std::string& dir, const LoadOptions& options) {
+  auto [config, checkpoint] = check_model_dir(dir);
   LlamaForCausalLM model(config, /*allocate_block_linears=*/!options.nf4);
   load_weights(model, checkpoint, options.device, options.non_finite);
   model->to(options.device, options.dtype);

@@ -29,6 +29,9 @@ struct LoadOptions {
 
 // Reads DIR/config.json and DIR's safetensors into a new model.
 LlamaForCausalLM load_model(const std::string& dir, const LoadOptions& options = {});
+// What load_model checks before it allocates anything: config.json, the safetensors headers and
+// every tensor the config implies, with its shape (not the values). An Error names the file.
+std::pair<ModelConfig, SafetensorsCheckpoint> check_model_dir(const std::string& dir);
 LlamaForCausalLM load_model(const std::string& dir, torch::Dtype dtype,
                             torch::Device device = torch::kCPU);
 

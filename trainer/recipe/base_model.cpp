@@ -168,6 +168,15 @@ void build_base_model(RunContext& run) {
 
 }  // namespace
 
+void check_base_model(const RunConfig& config, torch::ScalarType dtype) {
+  const auto& model = config.model;
+  if (models::is_gguf_path(model.path))
+    models::gguf_model_dir(
+        model.path, [](const std::string& line) { say(line); }, model.non_finite_weights, dtype);
+  else if (!model.build_enabled)
+    models::check_model_dir(model.path);
+}
+
 void prepare_base_model(RunContext& run) {
   const auto& model = run.setup.config.model;
   if (models::is_gguf_path(model.path))

@@ -12,4 +12,10 @@ namespace citeforge::trainer {
 // load_data: a built model learns from the run's examples).
 void prepare_base_model(RunContext& run);
 
+// Before the run directory is made: a GGUF base imported into the cache (every check of the
+// import, non-finite weights included) or an HF directory's config and tensors checked, so a run
+// refused for its model writes nothing. Weights' values in an HF directory are checked when
+// they load.
+void check_base_model(const RunConfig& config, torch::ScalarType dtype);
+
 }  // namespace citeforge::trainer

@@ -6,7 +6,6 @@
 #include "models/lora.h"
 #include "trainer/distributed/dist_run.h"
 #include "trainer/eval/evaluate.h"
-#include "models/chat_format.h"
 #include "trainer/recipe/base_model.h"
 #include "trainer/recipe/run_data.h"
 #include "trainer/recipe/settings.h"
@@ -43,8 +42,12 @@ RunContext start_run(const RunConfig& config, const std::string& run_dir, DistRu
 
 int run_recipe(const RunConfig& config, const std::string& run_dir, DistRun* dist) {
   RunContext run = start_run(config, run_dir, dist);
-  // The run directory keeps the resolved config; a resume with another config is refused.
-  if (is_lead(run.setup)) prepare_run_dir(config, run.setup.dir);
+  // The run directory keeps the resolved config; a resume with another config is refused. A
+  // model that cannot be used is refused before the directory exists.
+  if (is_lead(run.setup)) {
+    check_base_model(config, run.setup.dtype);
+    prepare_run_dir(config, run.setup.dir);
+  }
   sync_ranks(run.setup, "prepare the run directory");
 
   // With several ranks, rank 0 makes what the run directory lacks and the others then read it.

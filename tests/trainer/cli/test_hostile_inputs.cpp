@@ -146,6 +146,7 @@ TEST_CASE("hostile GGUF files: import and run end in one line naming the file, w
             " --set model.chat_format=chatml" + " --set model.path=" + file,
         "CITEFORGE_CACHE=" + cache.string());
     check_one_line_error(run, c.names);
+    CHECK_FALSE(fs::exists(root / ("run_" + c.tag)));  // refused before the run directory
     if (fs::exists(cache / "imported")) CHECK(fs::is_empty(cache / "imported"));
   }
   check_nothing_left(root);
