@@ -20,8 +20,8 @@
 
 #include "attribution/citefix.h"
 #include "data/prompt_template.h"
-#include "models/llama.h"
 #include "models/chat_format.h"
+#include "models/llama.h"
 #include "models/tokenizer.h"
 
 namespace citeforge::attribution {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "data/prompt_template.h"
-#include "models/llama.h"
 #include "models/chat_format.h"
+#include "models/llama.h"
 #include "models/tokenizer.h"
 
 namespace citeforge::attribution {

@@ -50,7 +50,6 @@ torch::Tensor llama_cpp_rows(const torch::Tensor& w, int64_t heads);
 // The tokenizer from `tokenizer.ggml.*` metadata (model "gpt2": byte-level BPE).
 BpeVocabulary gguf_vocabulary(const GgufFile& file);
 
-
 // Writes `out_dir` with config.json, generation_config.json, model.safetensors, tokenizer.json
 // and tokenizer_config.json. Everything is written to a temporary directory beside it and
 // renamed into place at the end, so a failure leaves no half-written `out_dir`; an existing

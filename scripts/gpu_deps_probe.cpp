@@ -16,8 +16,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <nlohmann/json.hpp>
+#include <string>
 
 int main(int argc, char** argv) {
   const char* h5_path = argc > 1 ? argv[1] : "/tmp/gpu_deps_probe.h5";
@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   if (file >= 0) H5Fclose(file);
   unsigned major = 0, minor = 0, release = 0;
   H5get_libversion(&major, &minor, &release);
-  std::printf("gpu deps probe: HDF5 %u.%u.%u, yaml-cpp, sentencepiece, PCRE2, utf8proc, zlib, json: %s\n",
-              major, minor, release, errors ? "FAILED" : "ok");
+  std::printf(
+      "gpu deps probe: HDF5 %u.%u.%u, yaml-cpp, sentencepiece, PCRE2, utf8proc, zlib, json: %s\n",
+      major, minor, release, errors ? "FAILED" : "ok");
   return errors ? 1 : 0;
 }

@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
+#include "models/chat_format.h"
 #include "models/checkpoint_io.h"
 #include "models/generate.h"
 #include "models/gguf.h"
 #include "models/gguf_import.h"
 #include "models/safetensors.h"
-#include "models/chat_format.h"
 #include "models/tokenizer.h"
 #include "tests/support/test_paths.h"
 

@@ -5,12 +5,12 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "models/chat_format.h"
 #include "models/checkpoint_io.h"
 #include "models/generate.h"
 #include "models/gguf_import.h"
 #include "models/peft_adapter.h"
 #include "models/safetensors.h"
-#include "models/chat_format.h"
 #include "models/tokenizer.h"
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/cli_model.h"
