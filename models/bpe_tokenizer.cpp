@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "common/join.h"
 
 namespace citeforge::models {
 namespace {
@@ -122,10 +123,9 @@ std::vector<PreTokenizerStep> pre_tokenizer_by_name(const std::string& name,
     return {{R"(\p{N})", "Digits"}, {kGpt2Pattern, "ByteLevel"}};
   if (name == "llama-bpe" || name == "llama3") return {{kLlama3Pattern, "Split"}};
   if (name == "qwen2") return {{kQwen2Pattern, "Split"}};
-  std::string known;
-  for (const auto& n : pre_tokenizer_names()) known += (known.empty() ? "" : ", ") + n;
   fail_at(file, "key 'tokenizer.ggml.pre'",
-          "unsupported pre-tokenizer '" + name + "' (supported: " + known + ")");
+          "unsupported pre-tokenizer '" + name +
+              "' (supported: " + join(pre_tokenizer_names(), ", ") + ")");
 }
 
 std::vector<std::string> pre_tokenizer_names() {

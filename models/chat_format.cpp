@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "common/join.h"
 #include "models/gguf.h"
 
 namespace citeforge::models {
@@ -19,9 +20,25 @@ constexpr const char* kSmolLM2System =
 constexpr const char* kQwen25System =
     "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
+// ChatML: every turn is <|im_start|>role\n...<|im_end|>\n; an answer ends at <|im_end|>. The
+// ChatML formats differ only in a default system line and in what opens the answer.
+constexpr const char* kChatMLUser = "<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n";
+constexpr const char* kChatMLSystem = "<|im_start|>system\n{system}<|im_end|>\n";
+
+// Llama 3.1's system header, which its template writes in every conversation.
+constexpr const char* kLlama3System =
+    "<bos><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December "
+    "2023\nToday Date: 26 Jul 2024\n\n";
+constexpr const char* kLlama3User =
+    "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n{user}<|eot_id|>"
+    "<|start_header_id|>assistant<|end_header_id|>\n\n";
+
 // Formats as their model cards define them. Llama 2 and Mistral write [INST] as plain text;
 // Zephyr closes each turn with the EOS token.
 const std::vector<ChatTemplate>& templates() {
+  static const std::string chatml_user = kChatMLUser,
+                           chatml = std::string(kChatMLSystem) + kChatMLUser;
+  static const std::string think = "<think>\n\n</think>\n\n";
   static const std::vector<ChatTemplate> all = {
       {"plain", "<bos>{user}\n", "<bos>{system}\n\n{user}\n", "<eos>"},
       {"llama2", "<bos>[INST] {user} [/INST]",
@@ -29,50 +46,27 @@ const std::vector<ChatTemplate>& templates() {
       {"mistral", "<bos>[INST] {user} [/INST]", "<bos>[INST] {system}\n\n{user} [/INST]", "<eos>"},
       {"zephyr", "<bos><|user|>\n{user}<eos>\n<|assistant|>\n",
        "<bos><|system|>\n{system}<eos>\n<|user|>\n{user}<eos>\n<|assistant|>\n", "<eos>"},
-      // ChatML: every turn is <|im_start|>role\n...<|im_end|>\n; an answer ends at <|im_end|>.
-      {"chatml",
-       "<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n",
-       "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
-       "<|im_start|>assistant\n",
-       "<|im_end|>",
-       {"<|im_start|>", "<|im_end|>"}},
+      {"chatml", chatml_user, chatml, "<|im_end|>", {"<|im_start|>", "<|im_end|>"}},
       // SmolLM2-Instruct's own template: ChatML that puts this system line first when the
       // conversation has none.
-      {"smollm2",
-       "",
-       "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
-       "<|im_start|>assistant\n",
-       "<|im_end|>",
-       {"<|im_start|>", "<|im_end|>"},
-       kSmolLM2System},
+      {"smollm2", "", chatml, "<|im_end|>", {"<|im_start|>", "<|im_end|>"}, kSmolLM2System},
       // Llama 3.1's template (also 3.3's): a system header in every conversation, with the
       // knowledge cut-off and the date it writes when the caller passes none; each message
       // trimmed; a turn ends with <|eot_id|>.
       {"llama3",
-       "<bos><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December "
-       "2023\nToday Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n"
-       "{user}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
-       "<bos><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December "
-       "2023\nToday Date: 26 Jul 2024\n\n{system}<|eot_id|><|start_header_id|>user<|end_header_id|>"
-       "\n\n{user}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+       std::string(kLlama3System) + kLlama3User,
+       std::string(kLlama3System) + "{system}" + kLlama3User,
        "<|eot_id|>",
        {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"},
        "",
        true},
       // Qwen2 and Qwen2.5: ChatML with Qwen2.5's system line when the conversation has none.
-      {"qwen2",
-       "",
-       "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
-       "<|im_start|>assistant\n",
-       "<|im_end|>",
-       {"<|im_start|>", "<|im_end|>"},
-       std::string(kQwen25System)},
+      {"qwen2", "", chatml, "<|im_end|>", {"<|im_start|>", "<|im_end|>"}, kQwen25System},
       // Qwen3 without thinking (enable_thinking=False): the generation prompt carries an empty
       // think block, and an answer follows it.
       {"qwen3",
-       "<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
-       "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
-       "<|im_start|>assistant\n<think>\n\n</think>\n\n",
+       chatml_user + think,
+       chatml + think,
        "<|im_end|>",
        {"<|im_start|>", "<|im_end|>", "<think>", "</think>"}},
   };
@@ -132,9 +126,8 @@ std::vector<int64_t> encode_marked(const Tokenizer& tokenizer, const ChatTemplat
 const ChatTemplate& chat_template(const std::string& name) {
   for (const auto& t : templates())
     if (t.name == name) return t;
-  std::string known;
-  for (const auto& t : templates()) known += (known.empty() ? "" : ", ") + t.name;
-  throw Error("unknown chat template '" + name + "' (known: " + known + ")");
+  throw Error("unknown chat template '" + name + "' (known: " + join(chat_template_names(), ", ") +
+              ")");
 }
 
 std::vector<std::string> chat_template_names() {
@@ -246,10 +239,8 @@ std::string recognise_chat_format(const std::string& jinja, const std::string& o
       found = "chatml";
   }
   if (found.empty()) {
-    std::string known;
-    for (const auto& name : chat_template_names()) known += (known.empty() ? "" : ", ") + name;
     fail_at(origin, "chat template",
-            "matches none of citeforge's chat formats (" + known +
+            "matches none of citeforge's chat formats (" + join(chat_template_names(), ", ") +
                 "); set model.chat_format to the one this model was trained with");
   }
   return found;
