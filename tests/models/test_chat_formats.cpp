@@ -14,6 +14,7 @@
 #include "models/gguf.h"
 #include "models/gguf_import.h"
 #include "models/tokenizer.h"
+#include "tests/support/llama_cpp_references.h"
 #include "tests/support/minimal_config.h"
 #include "tests/support/test_paths.h"
 #include "trainer/config/run_config.h"
@@ -24,17 +25,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string references(const std::string& name) {
-  auto path = testing::source_path("weights/llama.cpp-references/models/" + name);
-  INFO("the reference files are unpacked and linked by scripts/setup.sh: " << path);
-  REQUIRE(fs::exists(path));
-  return path;
-}
-
 // Qwen3's vocabulary is Qwen2.5's with more added tokens, <think> and </think> among them (ids
 // 151667 and 151668, padding slots in the Qwen1.5 vocabulary GGUF at hand).
 models::BpeVocabulary qwen3_vocabulary() {
-  auto v = models::gguf_vocabulary(models::read_gguf(references("ggml-vocab-qwen2.gguf")));
+  auto v = models::gguf_vocabulary(
+      models::read_gguf(testing::llama_cpp_reference("ggml-vocab-qwen2.gguf")));
   for (auto [id, content] :
        {std::pair<int64_t, std::string>{151667, "<think>"}, {151668, "</think>"}}) {
     v.tokens[id] = content;
@@ -48,7 +43,8 @@ models::Tokenizer family_tokenizer(const std::string& family) {
   if (family == "qwen3") return models::Tokenizer(qwen3_vocabulary(), "qwen3");
   const std::string vocab =
       family == "llama3" ? "ggml-vocab-llama-bpe.gguf" : "ggml-vocab-qwen2.gguf";
-  return models::Tokenizer(models::gguf_vocabulary(models::read_gguf(references(vocab))), vocab);
+  return models::Tokenizer(
+      models::gguf_vocabulary(models::read_gguf(testing::llama_cpp_reference(vocab))), vocab);
 }
 
 std::vector<int64_t> joined(std::vector<int64_t> a, const std::vector<int64_t>& b) {
@@ -95,7 +91,7 @@ TEST_CASE("llama3, qwen2 and qwen3 render what the families' own templates rende
 TEST_CASE("a model's chat template is recognised as the format it renders, or refused",
           "[families][chat]") {
   auto recognise = [](const std::string& template_file) {
-    const auto path = references("templates/" + template_file);
+    const auto path = testing::llama_cpp_reference("templates/" + template_file);
     return models::recognise_chat_format(read_file(path), path);
   };
   // SmolLM2's template as its GGUF carries it (with real newlines, not Jinja's "\n").
@@ -116,7 +112,7 @@ TEST_CASE("a model's chat template is recognised as the format it renders, or re
                       Catch::Contains("matches none of citeforge's chat formats (plain, ") &&
                           Catch::Contains("set model.chat_format"));
   }
-  const auto qwen15 = references("ggml-vocab-qwen2.gguf");
+  const auto qwen15 = testing::llama_cpp_reference("ggml-vocab-qwen2.gguf");
   CHECK_THROWS_WITH(models::recognise_chat_format(models::model_chat_template(qwen15), qwen15),
                     Catch::StartsWith(qwen15 + ": chat template: matches none"));
   // Across llama.cpp's whole collection, only the templates whose renderings the fixture checks
@@ -125,7 +121,7 @@ TEST_CASE("a model's chat template is recognised as the format it renders, or re
   const auto fixture = json::parse(read_file(testing::fixture_path("families/chat_formats.json")));
   for (const auto& f : fixture["renderings"]) expected[f["template"]] = f["format"];
   int refused = 0;
-  for (const auto& entry : fs::directory_iterator(references("templates"))) {
+  for (const auto& entry : fs::directory_iterator(testing::llama_cpp_reference("templates"))) {
     const std::string file = entry.path().filename().string();
     if (entry.path().extension() != ".jinja") continue;
     INFO(file);
@@ -151,7 +147,8 @@ TEST_CASE("a run config without model.chat_format takes the model's own, plain f
         testing::kMinimalRunConfig, "t.yaml",
         {"model.build=null", "model.tokenizer_vocab=0", "model.path=" + dir.string()});
   };
-  const auto qwen = read_file(references("templates/Qwen-Qwen2.5-7B-Instruct.jinja"));
+  const auto qwen =
+      read_file(testing::llama_cpp_reference("templates/Qwen-Qwen2.5-7B-Instruct.jinja"));
   CHECK(config_with_template(qwen).model.chat_format == "qwen2");
   // transformers 4 may store several templates by name.
   CHECK(config_with_template(json::array({{{"name", "tool_use"}, {"template", "x"}},

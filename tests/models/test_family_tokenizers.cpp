@@ -14,19 +14,13 @@
 #include "models/gguf.h"
 #include "models/gguf_import.h"
 #include "models/tokenizer.h"
+#include "tests/support/llama_cpp_references.h"
 #include "tests/support/test_paths.h"
 
 using namespace citeforge;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string reference(const std::string& name) {
-  auto path = testing::source_path("weights/llama.cpp-references/models/" + name);
-  INFO("the reference files are unpacked and linked by scripts/setup.sh: " << path);
-  REQUIRE(fs::exists(path));
-  return path;
-}
 
 struct Case {
   std::string text;
@@ -35,7 +29,7 @@ struct Case {
 
 // llama.cpp's format: each text followed by "\n__ggml_vocab_test__\n"; one line of ids per text.
 std::vector<Case> read_cases(const std::string& vocab) {
-  const std::string inp = read_file(reference(vocab + ".inp"));
+  const std::string inp = read_file(testing::llama_cpp_reference(vocab + ".inp"));
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<Case> cases;
   for (size_t pos = 0; pos < inp.size();) {
@@ -44,7 +38,7 @@ std::vector<Case> read_cases(const std::string& vocab) {
     cases.push_back({inp.substr(pos, next - pos), {}});
     pos = next + sep.size();
   }
-  std::ifstream out(reference(vocab + ".out"));
+  std::ifstream out(testing::llama_cpp_reference(vocab + ".out"));
   size_t i = 0;
   for (std::string line; std::getline(out, line); ++i) {
     REQUIRE(i < cases.size());
@@ -80,7 +74,7 @@ TEST_CASE("Llama 3 and Qwen2 tokenizers give HF's ids on llama.cpp's test string
           "[families][tokenizer]") {
   for (const std::string vocab : {"ggml-vocab-llama-bpe.gguf", "ggml-vocab-qwen2.gguf"}) {
     INFO(vocab);
-    const auto path = reference(vocab);
+    const auto path = testing::llama_cpp_reference(vocab);
     const auto cases = read_cases(vocab);
     CHECK(cases.size() >= 40);
     const auto v = models::gguf_vocabulary(models::read_gguf(path));
@@ -95,7 +89,8 @@ TEST_CASE("Qwen's tokenizer puts text in NFC first, as its tokenizer.json asks; 
           "[families][tokenizer]") {
   const std::string composed = "caf\xC3\xA9 na\xC3\xAFve \xE1\xBA\xA0";   // é ï Ạ
   const std::string decomposed = "cafe\xCC\x81 nai\xCC\x88ve A\xCC\xA3";  // base + combining
-  const auto qwen = models::gguf_vocabulary(models::read_gguf(reference("ggml-vocab-qwen2.gguf")));
+  const auto qwen = models::gguf_vocabulary(
+      models::read_gguf(testing::llama_cpp_reference("ggml-vocab-qwen2.gguf")));
   CHECK(qwen.normalize_nfc);
   const auto dir = testing::temp_dir("family_nfc");
   const models::Tokenizer from_gguf(qwen, "qwen2");
@@ -104,8 +99,8 @@ TEST_CASE("Qwen's tokenizer puts text in NFC first, as its tokenizer.json asks; 
   CHECK(from_json.encode(decomposed) == from_json.encode(composed));
   CHECK(nlohmann::json::parse(read_file((dir / "tokenizer.json").string()))["normalizer"] ==
         nlohmann::json{{"type", "NFC"}});
-  const auto llama =
-      models::gguf_vocabulary(models::read_gguf(reference("ggml-vocab-llama-bpe.gguf")));
+  const auto llama = models::gguf_vocabulary(
+      models::read_gguf(testing::llama_cpp_reference("ggml-vocab-llama-bpe.gguf")));
   CHECK_FALSE(llama.normalize_nfc);
   models::Tokenizer llama_tok(llama, "llama-bpe");
   CHECK(llama_tok.encode(decomposed) != llama_tok.encode(composed));
@@ -116,7 +111,8 @@ TEST_CASE("Qwen's tokenizer puts text in NFC first, as its tokenizer.json asks; 
 
 TEST_CASE("Llama 3's BOS comes from tokenizer.json's post-processor template, both ways",
           "[families][tokenizer]") {
-  auto v = models::gguf_vocabulary(models::read_gguf(reference("ggml-vocab-llama-bpe.gguf")));
+  auto v = models::gguf_vocabulary(
+      models::read_gguf(testing::llama_cpp_reference("ggml-vocab-llama-bpe.gguf")));
   const auto dir = testing::temp_dir("family_bos");
   // Llama 3.1's tokenizer.json: ByteLevel, then a template that puts <|begin_of_text|> first;
   // its tokenizer_config.json has no add_bos_token.

@@ -65,11 +65,15 @@ fs::path valid_hf_dir(const fs::path& root) {
 }
 
 // A copy of `valid` whose model.safetensors header is replaced by `header` (data kept).
+// A copy of the valid directory, for a case to spoil one file of.
+fs::path copy_of(const fs::path& valid, const fs::path& dir) {
+  fs::copy(valid, dir, fs::copy_options::recursive);
+  return dir;
+}
+
 fs::path with_header(const fs::path& valid, const fs::path& dir, const json& header,
                      size_t data_bytes) {
-  fs::create_directories(dir);
-  for (const char* f : {"config.json", "tokenizer.json", "tokenizer_config.json"})
-    fs::copy_file(valid / f, dir / f);
+  copy_of(valid, dir);
   const std::string text = header.dump();
   const uint64_t len = text.size();
   write(dir / "model.safetensors",
@@ -211,9 +215,7 @@ TEST_CASE("hostile safetensors checkpoints: generate ends in one line naming fil
   }
   {
     const fs::path dir = root / "layers";
-    with_header(valid, dir, header, data);
-    fs::remove(dir / "model.safetensors");
-    fs::copy_file(valid / "model.safetensors", dir / "model.safetensors");
+    copy_of(valid, dir);
     auto config = json::parse(read_file((valid / "config.json").string()));
     config["num_hidden_layers"] = 4000000000LL;
     write(dir / "config.json", config.dump());
@@ -232,9 +234,7 @@ TEST_CASE("hostile safetensors checkpoints: generate ends in one line naming fil
   }
   {
     const fs::path dir = root / "tokenizer";
-    with_header(valid, dir, header, data);
-    fs::remove(dir / "model.safetensors");
-    fs::copy_file(valid / "model.safetensors", dir / "model.safetensors");
+    copy_of(valid, dir);
     auto tok = json::parse(read_file((valid / "tokenizer.json").string()));
     tok["normalizer"] = {{"type", "NFKD"}};
     write(dir / "tokenizer.json", tok.dump());
@@ -243,9 +243,7 @@ TEST_CASE("hostile safetensors checkpoints: generate ends in one line naming fil
   {
     // A SentencePiece model that is not one (tokenizer.model is preferred to tokenizer.json).
     const fs::path dir = root / "sentencepiece";
-    with_header(valid, dir, header, data);
-    fs::remove(dir / "model.safetensors");
-    fs::copy_file(valid / "model.safetensors", dir / "model.safetensors");
+    copy_of(valid, dir);
     write(dir / "tokenizer.model", std::string("\x0a\xff\xff\xff\xff\x0f garbage", 14));
     cases.push_back({"sentencepiece", dir, "tokenizer.model"});
   }

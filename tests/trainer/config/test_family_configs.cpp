@@ -13,6 +13,7 @@
 #include "models/gguf.h"
 #include "models/gguf_import.h"
 #include "models/tokenizer.h"
+#include "tests/support/llama_cpp_references.h"
 #include "tests/support/test_paths.h"
 #include "trainer/config/run_config.h"
 
@@ -21,24 +22,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string reference(const std::string& name) {
-  auto path = testing::source_path("weights/llama.cpp-references/models/" + name);
-  INFO("the reference files are unpacked and linked by scripts/setup.sh: " << path);
-  REQUIRE(fs::exists(path));
-  return path;
-}
-
 // A copy of a family fixture with the family's tokenizer and chat template, as a download has.
 fs::path tiny_download(const std::string& fixture, const std::string& vocab,
                        const std::string& template_file) {
   const fs::path dir = testing::temp_dir("family_config_" + fixture);
   for (const char* file : {"config.json", "model.safetensors"})
     fs::copy_file(testing::fixture_path("families/" + fixture + "/" + file), dir / file);
-  const auto v = models::gguf_vocabulary(models::read_gguf(reference(vocab)));
+  const auto v = models::gguf_vocabulary(models::read_gguf(testing::llama_cpp_reference(vocab)));
   write_file_atomically((dir / "tokenizer.json").string(), models::tokenizer_json(v).dump());
   write_file_atomically(
       (dir / "tokenizer_config.json").string(),
-      models::tokenizer_config_json(v, read_file(reference("templates/" + template_file)), 4096)
+      models::tokenizer_config_json(
+          v, read_file(testing::llama_cpp_reference("templates/" + template_file)), 4096)
           .dump());
   return dir;
 }
