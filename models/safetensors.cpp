@@ -1,12 +1,7 @@
 #include "models/safetensors.h"
 
-#include <algorithm>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <limits>
 #include <nlohmann/json.hpp>
-#include <tuple>
 #include <vector>
 
 #include "common/error.h"
