@@ -37,8 +37,18 @@ double lowest_value(torch::Dtype dtype) {
 // ATen's fused attention (a flash kernel on a CPU too) never materialises the [B, H, T, S]
 // score matrix and shares each kv head among its query heads itself (grouped-query). An
 // undefined bias means plain causal attention over the new tokens alone.
-torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k,
-                              const torch::Tensor& v, const torch::Tensor& bias, bool grouped) {
+// On a GPU only the flash kernel shares kv heads itself, and it takes no bias: with a bias, a
+// pass over whole sequences repeats the kv heads so that the memory-efficient kernel, not the
+// unfused fallback that writes the scores out, takes the call. A decoding step (one query per
+// row) is left as it was measured on a GPU before.
+torch::Tensor fused_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v,
+                              const torch::Tensor& bias, int64_t groups) {
+  bool grouped = groups > 1;
+  if (grouped && bias.defined() && q.is_cuda() && q.size(2) > 1) {
+    k = k.repeat_interleave(groups, 1);
+    v = v.repeat_interleave(groups, 1);
+    grouped = false;
+  }
   return torch::scaled_dot_product_attention(
       q, k, v, bias.defined() ? std::optional<torch::Tensor>(bias) : std::nullopt,
       /*dropout_p=*/0.0, /*is_causal=*/!bias.defined(), /*scale=*/std::nullopt, grouped);
@@ -86,6 +96,11 @@ torch::Tensor attention_allowed(const torch::Tensor& key_mask, int64_t batch, in
   return allowed;
 }
 
+bool fused_attention_applies(torch::Dtype dtype, const torch::Device& device, int64_t past,
+                             bool reads_attention) {
+  return !reads_attention && (dtype == torch::kFloat32 || (device.is_cuda() && past == 0));
+}
+
 torch::Tensor attention_bias(const torch::Tensor& allowed, torch::Dtype dtype) {
   // The dtype's lowest value rather than -inf keeps fully masked rows (the queries of left
   // padding) finite: they spread evenly over every key and are never read.
@@ -122,8 +137,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   auto v = v_proj(x).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
+  const int64_t past = cache ? cache->length : 0;
   if (cache) {
-    const int64_t past = cache->length;
     TORCH_CHECK(past + T <= cache->capacity(), "KV cache full: ", past + T, " > ",
                 cache->capacity());
     cache->keys[layer].narrow(2, past, T).copy_(k);
@@ -132,8 +147,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     v = cache->values[layer].narrow(2, 0, past + T);
   }
   torch::Tensor out =
-      q.scalar_type() == torch::kFloat32 && !attention_mass
-          ? fused_attention(q, k, v, attn_bias, num_heads != num_kv_heads)
+      fused_attention_applies(q.scalar_type(), q.device(), past, attention_mass != nullptr)
+          ? fused_attention(q, k, v, attn_bias, num_heads / num_kv_heads)
           : exact_attention(q, k, v, attn_bias, num_heads / num_kv_heads, attention_mass);
   out = out.transpose(1, 2).reshape({B, T, num_heads * head_dim});
   return o_proj(out);
@@ -186,16 +201,16 @@ torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids
   const int64_t past = cache ? cache->length : 0;
   auto [cos, sin] = rope_tables(inputs.positions, config);
   auto h = model->embed_tokens(input_ids);
-  // Built once for all layers, in fp32: the fused kernel of an fp32 model takes it as it is and
-  // the exact attention of a bf16 model adds it to fp32 scores. Only the fused kernel does
+  // Built once for all layers: in the model's dtype for the fused kernel, which takes it as it
+  // is, in fp32 for the exact attention, which adds it to fp32 scores. Only the fused kernel does
   // plain causal attention without one; padding, a cache or a sliding window need one always.
   torch::Tensor bias;
   const bool read_attention = probe && probe->attention;
-  if (inputs.key_mask.defined() || past > 0 || config.sliding_window ||
-      h.scalar_type() != torch::kFloat32 || read_attention)
+  const bool fused = fused_attention_applies(h.scalar_type(), h.device(), past, read_attention);
+  if (inputs.key_mask.defined() || past > 0 || config.sliding_window || !fused)
     bias = attention_bias(
         attention_allowed(inputs.key_mask, B, past, T, config.sliding_window, input_ids.device()),
-        torch::kFloat32);
+        fused ? h.scalar_type() : torch::kFloat32);
   const bool recompute =
       gradient_checkpointing && torch::GradMode::is_enabled() && !cache && !probe;
   if (read_attention) probe->attention_mass = torch::Tensor();

@@ -119,4 +119,14 @@ torch::Tensor attention_allowed(const torch::Tensor& key_mask, int64_t batch, in
 // 0 where attending is allowed and the dtype's lowest value where not.
 torch::Tensor attention_bias(const torch::Tensor& allowed, torch::Dtype dtype);
 
+// Whether attention runs in ATen's fused kernel (scaled_dot_product_attention) rather than
+// with its scores written out in fp32: in fp32 on any device; on a GPU in every dtype for a pass
+// over whole sequences (training, scoring, a prompt's prefill: no `past` tokens cached), whose
+// exact scores, [B, H, T, S] in fp32 per layer kept for the backward pass, made a bf16 SFT step at
+// a 7B shape hold 16 GiB more than the Python stack's fused attention; never when the attention
+// weights themselves are read. Decoding steps of a reduced-precision model and a bf16 model on a
+// CPU keep the exact path (the reasons are in llama.cpp).
+bool fused_attention_applies(torch::Dtype dtype, const torch::Device& device, int64_t past,
+                             bool reads_attention);
+
 }  // namespace citeforge::models

@@ -22,13 +22,15 @@
 //
 //   build/bench_side_by_side --model-dir DIR --batch-file FILE.json [--part sft,generate,ppo]
 //                            [--device cpu|cuda] [--dtype bfloat16|float32] [--threads N]
-//                            [--reps N]
+//                            [--reps N] [--profile FILE.json]
 //
 // There the base is NF4 (QLoRA) with LoRA r 64 in fp32 on every projection; generation times
 // the base alone, sampling at the batch file's temperature; the parts share one loaded model,
 // and each reports its peak memory: on a GPU the caching allocator's peak during the part, on
 // the CPU the process's peak RSS (the driver runs one part per process there). No tokenizer is
 // needed: PPO's stand-in reward is the share of even ids in an answer, as on the Python side.
+// --profile there writes each part's operators, observed from after the model's load (on a GPU
+// run it with CUDA_LAUNCH_BLOCKING=1, or an operator's time is only its launch).
 #include <sys/resource.h>
 #include <torch/cuda.h>
 
@@ -532,8 +534,11 @@ json ids_ppo_part(models::LlamaForCausalLM& policy, const IdsWorkload& w, int re
 }
 
 // The parts named in `parts` (sft, generate, ppo: run in that order) on one loaded model.
+// With `profile_file`, each part's operators go there, observed from after the model's load
+// (which would otherwise fill the profile) to the part's end.
 json run_ids_parts(const std::string& dir, const std::string& batch_file,
-                   const std::vector<std::string>& parts, int reps) {
+                   const std::vector<std::string>& parts, int reps,
+                   const std::string& profile_file) {
   const IdsWorkload w = read_ids_workload(batch_file);
   // On a CPU the NF4 base is dequantised once per process, as a run holds it; on a GPU the
   // fused NF4 kernels read it as it is.
@@ -544,13 +549,18 @@ json run_ids_parts(const std::string& dir, const std::string& batch_file,
   using Part = json (*)(models::LlamaForCausalLM&, const IdsWorkload&, int);
   const std::vector<std::pair<std::string, Part>> known = {
       {"sft", ids_sft_part}, {"generate", ids_generate_part}, {"ppo", ids_ppo_part}};
+  json profiles = json::object();
   for (const auto& [name, run] : known) {
     if (std::find(parts.begin(), parts.end(), name) == parts.end()) continue;
     reset_peak_memory();
+    std::unique_ptr<bench::OpProfile> profile;
+    if (!profile_file.empty()) profile = std::make_unique<bench::OpProfile>();
     json result = run(model, w, reps);
+    if (profile) profiles[name] = profile->top(40);
     result["peak_memory_mib"] = peak_memory_mib();
     out[name] = result;
   }
+  if (!profile_file.empty()) std::ofstream(profile_file) << profiles.dump(1) << "\n";
   out["peak_memory_kind"] = bench_device.is_cuda()
                                 ? "CUDA caching allocator, peak allocated bytes during the part"
                                 : "peak RSS of the process (ru_maxrss)";
@@ -643,7 +653,7 @@ void ids_main(const Flags& f) {
   json out{{"side", "citeforge"},       {"model_dir", f.model_dir}, {"device", f.device},
            {"threads", f.threads},      {"reps", f.reps},           {"dtype", dtype_name()},
            {"batch_file", f.batch_file}};
-  out.update(run_ids_parts(f.model_dir, f.batch_file, parts, f.reps));
+  out.update(run_ids_parts(f.model_dir, f.batch_file, parts, f.reps, f.profile));
   out["peak_rss_mib"] = peak_rss_mib();
   std::printf("%s\n", out.dump().c_str());
 }
@@ -662,16 +672,15 @@ int main(int argc, char** argv) {
     // --profile FILE: the operators the parts spend their time in (timings under observation
     // run slower; take them from a run without it). On a GPU an operator's time is its host
     // side unless CUDA_LAUNCH_BLOCKING=1 makes every launch wait for its kernel.
+    if (!flags.model_dir.empty()) {  // the random-weights mode profiles each part on its own
+      ids_main(flags);
+      return 0;
+    }
     std::unique_ptr<bench::OpProfile> profile;
     if (!flags.profile.empty()) profile = std::make_unique<bench::OpProfile>();
     const auto write_profile = [&] {
       if (profile) std::ofstream(flags.profile) << profile->top(40).dump(1) << "\n";
     };
-    if (!flags.model_dir.empty()) {
-      ids_main(flags);
-      write_profile();
-      return 0;
-    }
     const std::string &model = flags.model, &part = flags.part;
     const int threads = flags.threads, reps = flags.reps;
     torch::set_num_threads(threads);

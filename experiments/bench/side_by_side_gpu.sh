@@ -9,7 +9,12 @@
 #
 #   experiments/bench/side_by_side_gpu.sh [--device cuda|cpu] [--shape small|1b|7b[,...]]
 #       [--reps 3] [--dtype bfloat16|float32] [--threads N] [--budget 330]
-#       [--out experiments/bench/results/side_by_side_gpu.md]
+#       [--out experiments/bench/results/side_by_side_gpu.md] [--profile] [--keep DIR]
+#
+# --profile adds, per shape, one more citeforge run of every part (one repetition) that writes
+# where each part's time goes by operator (profile_citeforge.json, on a GPU with every launch
+# waiting for its kernel); --keep copies each step's JSON and log there (the table only quotes
+# them).
 #
 # On a GPU machine the benchmark is one call of at most 6 minutes; the build (citeforge, its
 # tests and bench_side_by_side) comes before it, in a call of its own:
@@ -47,14 +52,16 @@ command="experiments/bench/side_by_side_gpu.sh $*"
 die() { echo "side_by_side_gpu.sh: $*" >&2; exit 2; }
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
-device=cuda shape_list=1b,7b reps=3 dtype=bfloat16 threads="" budget=330
+device=cuda shape_list=1b,7b reps=3 dtype=bfloat16 threads="" budget=330 profile=0 keep=""
 out=experiments/bench/results/side_by_side_gpu.md
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
-    --device|--shape|--reps|--dtype|--threads|--budget|--out)
+    --profile) profile=1; shift ;;
+    --device|--shape|--reps|--dtype|--threads|--budget|--out|--keep)
       [ $# -ge 2 ] || die "$1 needs a value"
       case "$1" in
+        --keep) keep="$2" ;;
         --device) device="$2" ;;
         --shape) shape_list="$2" ;;
         --reps) reps="$2" ;;
@@ -146,6 +153,13 @@ for shape in "${shapes[@]}"; do
       --batch-file "$dir/batch.json" --device "$device" --dtype "$dtype" --threads "$threads" \
       --reps "$reps" --part "$parts" || true
   done
+  if [ "$profile" = 1 ]; then
+    step "$shape: citeforge profile" "$dir/profile_citeforge_run.json" "$dir/profile_citeforge.log" \
+      env CUDA_LAUNCH_BLOCKING=1 ${citeforge_env[@]+"${citeforge_env[@]}"} "$bench" \
+      --model-dir "$dir/model" --batch-file "$dir/batch.json" --device "$device" --dtype "$dtype" \
+      --threads "$threads" --reps 1 --part sft,generate,ppo --profile "$dir/profile_citeforge.json" ||
+      true
+  fi
   for parts in "${part_runs[@]}"; do
     name="${parts//,/_}"
     step "$shape: transformers + peft $parts" "$dir/python_$name.json" "$dir/python_$name.log" \
@@ -171,5 +185,10 @@ echo "$version" >"$work/citeforge_version.txt"
 
 mkdir -p "$(dirname "$out")"
 python3 experiments/bench/side_by_side_gpu_table.py "$work" "$command" >"$out"
+if [ -n "$keep" ]; then  # every step's output but the checkpoints (deleted above)
+  mkdir -p "$keep"
+  (cd "$work" && find . -type f \( -name '*.json' -o -name '*.log' -o -name '*.txt' \) \
+    -exec cp --parents {} "$keep" \;)
+fi
 echo "side_by_side_gpu: $out in $((SECONDS - started)) s" >&2
 cat "$out"

@@ -202,3 +202,68 @@ TEST_CASE("a bf16 model's fp32 logits through tied embeddings follow the embeddi
   CHECK(torch::equal(model->logits(hidden), expected()));
   CHECK(model->logits(hidden.to(torch::kBFloat16)).scalar_type() == torch::kBFloat16);
 }
+
+namespace {
+
+// Logits of `ids` with left padding in `key_mask` and the gradient of their sum at the final
+// norm's weight, through the fused kernel or (with `exact`, which a probe of the attention
+// weights forces) the exact attention.
+std::pair<torch::Tensor, torch::Tensor> padded_logits_and_grad(models::LlamaForCausalLM& model,
+                                                               const torch::Tensor& ids,
+                                                               const torch::Tensor& key_mask,
+                                                               bool exact) {
+  models::AttentionInputs in;
+  in.key_mask = key_mask;
+  in.positions = (key_mask.to(torch::kInt64).cumsum(1) - 1).clamp_min(0);
+  models::ForwardProbe probe;
+  probe.attention = exact;
+  auto& weight = model->model->norm->weight;
+  weight.mutable_grad() = torch::Tensor();
+  auto logits = model->logits(model->hidden_states(ids, in, nullptr, exact ? &probe : nullptr))
+                    .to(torch::kFloat32);
+  auto valid = key_mask.unsqueeze(-1).to(torch::kFloat32);
+  (logits * valid).sum().backward();
+  return {(logits * valid).detach().cpu(), weight.grad().to(torch::kFloat32).cpu()};
+}
+
+}  // namespace
+
+// A bf16 model's pass over whole sequences on a GPU attends through ATen's fused kernel (the
+// exact path's fp32 scores, held for the backward pass, cost 16 GiB at a 7B shape): with padding,
+// grouped kv heads and a sliding window, it must differ from the exact attention by no more than
+// bf16 itself differs from fp32, in the logits and in a gradient.
+TEST_CASE("on a GPU a bf16 model's fused attention gives the exact attention's values",
+          "[models][llama][cuda]") {
+  CHECK_FALSE(models::fused_attention_applies(torch::kBFloat16, torch::kCPU, 0, false));
+  CHECK(models::fused_attention_applies(torch::kFloat32, torch::kCPU, 9, false));
+  CHECK_FALSE(models::fused_attention_applies(torch::kFloat32, torch::kCPU, 0, true));
+  // A decoding step of a bf16 model keeps the exact path on a GPU too.
+  CHECK(models::fused_attention_applies(torch::kBFloat16, torch::kCUDA, 0, false));
+  CHECK_FALSE(models::fused_attention_applies(torch::kBFloat16, torch::kCUDA, 9, false));
+  if (!torch::cuda::is_available()) {
+    WARN("no CUDA device: the fused bf16 attention is checked on a GPU machine");
+    return;
+  }
+  for (const char* name : {"llama_bf16", "mistral_sliding"}) {
+    const auto dir = testing::source_path(std::string("tests/fixtures/models/") + name);
+    auto reference = models::load_model(dir, torch::kFloat32, torch::kCUDA);
+    auto model = models::load_model(dir, torch::kBFloat16, torch::kCUDA);
+    reference->model->norm->weight.requires_grad_(true);
+    model->model->norm->weight.requires_grad_(true);
+    torch::manual_seed(3);
+    auto ids = torch::randint(0, model->config.vocab_size, {3, 40}, torch::kInt64).to(torch::kCUDA);
+    auto key_mask = torch::ones({3, 40}, torch::kBool);
+    key_mask[0].narrow(0, 0, 7).fill_(false);   // left padding
+    key_mask[2].narrow(0, 0, 31).fill_(false);  // mostly padding
+    key_mask = key_mask.to(torch::kCUDA);
+    auto [fp32_logits, fp32_grad] = padded_logits_and_grad(reference, ids, key_mask, false);
+    auto [fused_logits, fused_grad] = padded_logits_and_grad(model, ids, key_mask, false);
+    auto [exact_logits, exact_grad] = padded_logits_and_grad(model, ids, key_mask, true);
+    INFO(name << ": |bf16 exact - fp32| " << max_abs_diff(exact_logits, fp32_logits)
+              << ", |fused - exact| " << max_abs_diff(fused_logits, exact_logits));
+    CHECK(torch::isfinite(fused_logits).all().item<bool>());
+    CHECK(max_abs_diff(fused_logits, exact_logits) <=
+          2 * max_abs_diff(exact_logits, fp32_logits) + 1e-3);
+    CHECK(max_abs_diff(fused_grad, exact_grad) <= 2 * max_abs_diff(exact_grad, fp32_grad) + 1e-2);
+  }
+}
