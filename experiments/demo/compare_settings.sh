@@ -3,7 +3,7 @@
 # SFT one, and the SFT checkpoint against the citation baselines (the base's answers re-cited by
 # BM25 and by citing every document), each on the same questions of test and test_ood
 # (`citeforge score --baseline`). Prints a Markdown table; points with 95% paired bootstrap
-# intervals and unadjusted sign-flip p-values.
+# intervals and sign-flip p-values Holm-adjusted over the table's 18 tests.
 #
 #   experiments/demo/compare_settings.sh RUN_DIR [SFT_EPOCH] [SFT+PPO_EPOCH]   # default 2 and 1
 set -euo pipefail
@@ -12,8 +12,6 @@ run=${1:?usage: compare_settings.sh RUN_DIR [SFT_EPOCH] [SFT+PPO_EPOCH]}
 sft=${2:-2} chained=${3:-1}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-echo "| test set | answers | against | F1 | precision | recall |"
-echo "|---|---|---|---|---|---|"
 for t in test test_ood; do
   for pair in "sft+ppo-$chained:sft-$sft" "sft-$sft:base-0/$t+cite_all" "sft-$sft:base-0/$t+cite_bm25"; do
     answers=${pair%%:*} against=${pair#*:}
@@ -21,15 +19,32 @@ for t in test test_ood; do
     out="$work/$t-${answers}-${against//\//_}"
     build/citeforge score --data "$run/data/$t.jsonl" --answers "$run/eval/$answers/$t.h5" \
       --baseline "$baseline" --out "$out" >/dev/null
-    python3 - "$out/summary.json" "$t" "$answers" "${against#base-0/}" <<'PY'
-import json, sys
-paired = json.load(open(sys.argv[1]))["paired"]["base"]
-def cell(m):
-    t = paired[m]
-    p = "p < 0.001" if t["p"] < 0.001 else f"p = {t['p']:.2g}"
-    return f"{100 * t['difference']:+.1f} [{100 * t['ci_low']:+.1f}, {100 * t['ci_high']:+.1f}], {p}"
-print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {cell('f1')} | {cell('precision')} | "
-      f"{cell('recall')} |")
-PY
+    printf '%s\t%s\t%s\t%s\n' "$t" "$answers" "${against#base-0/}" "$out/summary.json" >>"$work/rows.tsv"
   done
 done
+# One table, one family: the p-values are Holm-adjusted over all of its cells (as the run's own
+# tables adjust theirs), from the exact sign-flip p-values in each summary.json.
+python3 - "$work/rows.tsv" <<'PY'
+import json, sys
+rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])]
+metrics = ("f1", "precision", "recall")
+tests = [json.load(open(r[3]))["paired"]["base"] for r in rows]
+raw = [(i, m, tests[i][m]["p"]) for i in range(len(rows)) for m in metrics]
+order = sorted(range(len(raw)), key=lambda k: raw[k][2])
+holm, running = {}, 0.0
+for rank, k in enumerate(order):
+    running = max(running, min(1.0, (len(raw) - rank) * raw[k][2]))
+    holm[raw[k][:2]] = running
+def cell(i, m):
+    t = tests[i][m]
+    p = holm[(i, m)]
+    shown = "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+    return f"{100 * t['difference']:+.1f} [{100 * t['ci_low']:+.1f}, {100 * t['ci_high']:+.1f}], {shown}"
+print("| test set | answers | against | F1 | precision | recall |")
+print("|---|---|---|---|---|---|")
+for i, (t, answers, against, _) in enumerate(rows):
+    print(f"| {t} | {answers} | {against} | {cell(i, 'f1')} | {cell(i, 'precision')} | {cell(i, 'recall')} |")
+print()
+print(f"Points, paired on the same questions: difference [95% bootstrap interval], sign-flip p "
+      f"Holm-adjusted over the {len(raw)} tests of this table.")
+PY
