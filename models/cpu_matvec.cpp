@@ -338,22 +338,70 @@ CITEFORGE_AVX2 void q16_row_avx2(const int16_t* codes, const RowJob& job) {
 // activations are laid out evens then odds (kEvenOddOrder). Then int32 lane j of the two
 // multiply-adds' sum holds elements 4j to 4j + 3 (group j), and lane l of the other paths holds
 // groups l and l + 4 (l < 4) or l + 4 and l + 8 (l >= 4): 128-bit chunks [0 + 1, 2 + 3].
+// Slots (Q16, lane order): lane j holds slots 2j, 2j + 1, 2j + 32, 2j + 33, and lanes j and
+// j + 8 make lane j of the others: chunks [0 + 2, 1 + 3].
+//
+// Activation rows go in pairs: one 512-bit register holds the 8 lane sums of row 2p in its low
+// half and those of row 2p + 1 in its high half, so the fold to 8 lanes, the conversion, the
+// scaling and the add take one instruction for two rows. Each half does exactly the arithmetic
+// of a row on the other paths, so the bits are the same. An odd last row goes alone.
+template <bool Groups>
+CITEFORGE_AVX512 CITEFORGE_INLINE __m512i fold_pair_avx512(__m512i s0, __m512i s1) {
+  // 128-bit chunks [s0: 0 + 1, 2 + 3 | s1: 0 + 1, 2 + 3] (groups) or [0 + 2, 1 + 3 | ...].
+  if constexpr (Groups)
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(3, 1, 3, 1)));
+  else
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(1, 0, 1, 0)),
+                            _mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+CITEFORGE_AVX512 CITEFORGE_INLINE __m512i products_avx512(__m512i we, __m512i wo,
+                                                          const int16_t* x) {
+  const __m512i* v = reinterpret_cast<const __m512i*>(x);
+  return _mm512_add_epi32(_mm512_madd_epi16(we, _mm512_loadu_si512(v)),
+                          _mm512_madd_epi16(wo, _mm512_loadu_si512(v + 1)));
+}
+
+// Accumulators of R rows: (R + 1) / 2 pairs, the last one's high half unused where R is odd.
 template <int R>
-CITEFORGE_AVX512 CITEFORGE_INLINE void rows_avx512(__m512i we, __m512i wo, bool groups, int64_t b,
-                                                   const RowJob& job, __m256 (&sums)[R]) {
+using PairSums = __m512[(R + 1) / 2];
+
+template <int R, bool Groups>
+CITEFORGE_AVX512 CITEFORGE_INLINE void rows_avx512(__m512i we, __m512i wo, int64_t b,
+                                                   const RowJob& job, PairSums<R>& sums) {
   const int64_t blocks = job.in / kBlock;
-  for (int r = 0; r < R; ++r) {
-    const __m512i* x = reinterpret_cast<const __m512i*>(job.xq + r * job.in + b * kBlock);
-    const __m512i s = _mm512_add_epi32(_mm512_madd_epi16(we, _mm512_loadu_si512(x)),
-                                       _mm512_madd_epi16(wo, _mm512_loadu_si512(x + 1)));
-    // Groups (NF4): chunks [0, 2 | 1, 3], halves added. Slots (Q16, lane order): lane j holds
-    // slots 2j, 2j + 1, 2j + 32, 2j + 33, and lanes j and j + 8 make lane j of the others.
-    const __m512i t = groups ? _mm512_shuffle_i32x4(s, s, _MM_SHUFFLE(3, 1, 2, 0)) : s;
+  const float ws = job.weight_scales[b];
+  const int16_t* x = job.xq + b * kBlock;
+  const float* xs = job.x_scales + b;
+  for (int p = 0; p < R / 2; ++p) {
+    const int r = 2 * p;
+    const __m512i lanes = fold_pair_avx512<Groups>(products_avx512(we, wo, x + r * job.in),
+                                                   products_avx512(we, wo, x + (r + 1) * job.in));
+    const __m512 scale = _mm512_insertf32x8(_mm512_set1_ps(ws * xs[r * blocks]),
+                                            _mm256_set1_ps(ws * xs[(r + 1) * blocks]), 1);
+    sums[p] = _mm512_add_ps(sums[p], _mm512_mul_ps(_mm512_cvtepi32_ps(lanes), scale));
+  }
+  if constexpr (R % 2 == 1) {
+    const int r = R - 1;
+    const __m512i s = products_avx512(we, wo, x + r * job.in);
+    const __m512i t = Groups ? _mm512_shuffle_i32x4(s, s, _MM_SHUFFLE(3, 1, 2, 0)) : s;
     const __m256i lanes =
         _mm256_add_epi32(_mm512_castsi512_si256(t), _mm512_extracti64x4_epi64(t, 1));
-    const __m256 scale = _mm256_set1_ps(job.weight_scales[b] * job.x_scales[r * blocks + b]);
-    sums[r] = _mm256_add_ps(sums[r], _mm256_mul_ps(_mm256_cvtepi32_ps(lanes), scale));
+    const __m256 scale = _mm256_set1_ps(ws * xs[r * blocks]);
+    const __m256 sum = _mm256_add_ps(_mm512_castps512_ps256(sums[R / 2]),
+                                     _mm256_mul_ps(_mm256_cvtepi32_ps(lanes), scale));
+    sums[R / 2] = _mm512_castps256_ps512(sum);
   }
+}
+
+template <int R>
+CITEFORGE_AVX512 CITEFORGE_INLINE void finish_avx512(const RowJob& job, const PairSums<R>& sums) {
+  __m256 rows[R];
+  for (int r = 0; r < R; ++r)
+    rows[r] =
+        r % 2 == 0 ? _mm512_castps512_ps256(sums[r / 2]) : _mm512_extractf32x8_ps(sums[r / 2], 1);
+  finish_avx2<R>(job, rows);
 }
 
 template <int R>
@@ -362,17 +410,17 @@ CITEFORGE_AVX512 CITEFORGE_INLINE void nf4_row_avx512_one(const uint8_t* packed,
   const __m512i levels = _mm512_castsi256_si512(
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(level_tables().levels)));
   const __m512i nibble = _mm512_set1_epi16(15);
-  __m256 sums[R];
-  for (int r = 0; r < R; ++r) sums[r] = _mm256_setzero_ps();
+  PairSums<R> sums;
+  for (auto& s : sums) s = _mm512_setzero_ps();
   for (int64_t b = 0; b < job.in / kBlock; ++b) {
     const __m512i v =
         _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed + b * 32)));
     // Word i holds byte i: element 2i in its high nibble, 2i + 1 in its low one.
     const __m512i we = _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 4), levels);
     const __m512i wo = _mm512_permutexvar_epi16(_mm512_and_si512(v, nibble), levels);
-    rows_avx512<R>(we, wo, true, b, job, sums);
+    rows_avx512<R, true>(we, wo, b, job, sums);
   }
-  finish_avx2<R>(job, sums);
+  finish_avx512<R>(job, sums);
 }
 
 template <int R>
@@ -383,13 +431,13 @@ CITEFORGE_AVX512 void nf4_row_avx512(const uint8_t* packed, const RowJob& job) {
 
 template <int R>
 CITEFORGE_AVX512 CITEFORGE_INLINE void q16_row_avx512_one(const int16_t* codes, const RowJob& job) {
-  __m256 sums[R];
-  for (int r = 0; r < R; ++r) sums[r] = _mm256_setzero_ps();
+  PairSums<R> sums;
+  for (auto& s : sums) s = _mm512_setzero_ps();
   for (int64_t b = 0; b < job.in / kBlock; ++b) {
     const __m512i* w = reinterpret_cast<const __m512i*>(codes + b * kBlock);
-    rows_avx512<R>(_mm512_loadu_si512(w), _mm512_loadu_si512(w + 1), false, b, job, sums);
+    rows_avx512<R, false>(_mm512_loadu_si512(w), _mm512_loadu_si512(w + 1), b, job, sums);
   }
-  finish_avx2<R>(job, sums);
+  finish_avx512<R>(job, sums);
 }
 
 template <int R>

@@ -14,11 +14,15 @@ void set_fused_decoding(bool enabled) {
   fused_decoding.store(enabled);
 }
 
+int64_t fused_max_rows(torch::Dtype dtype) {
+  if (dtype == torch::kFloat32) return 32;
+  if (dtype == torch::kBFloat16) return 8;
+  return 0;
+}
+
 bool use_fused_kernel(const torch::Tensor& x) {
   if (!fused_decoding_enabled() || !x.device().is_cpu() || x.requires_grad()) return false;
-  const auto dtype = x.scalar_type();
-  if (dtype != torch::kFloat32 && dtype != torch::kBFloat16) return false;
-  return x.size(-1) > 0 && x.numel() / x.size(-1) <= kFusedMaxRows;
+  return x.size(-1) > 0 && x.numel() / x.size(-1) <= fused_max_rows(x.scalar_type());
 }
 
 std::optional<torch::Tensor> fused_nf4_linear(const torch::Tensor& x, const Nf4Weight& weight) {

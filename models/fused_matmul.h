@@ -15,17 +15,19 @@
 
 namespace citeforge::models {
 
-// Up to this many rows (batch x new tokens) the CPU kernels beat the dense matmul on the
-// machines measured (experiments/bench/results/decode_cpu.md); a prompt's prefill and training
-// keep the dense path.
-constexpr int64_t kFusedMaxRows = 8;
+// Up to this many rows (batch x new tokens) a layer call takes the CPU kernels, by the
+// activations' dtype: where they beat the dense matmul on the machines measured
+// (experiments/bench/results/decode_cpu.md). In fp32 they do up to the 32 rows of a batched
+// evaluation; a bf16 matmul (AVX-512 BF16) catches up with them by 16 rows. A prompt's prefill
+// and training keep the dense path. 0 for a dtype the kernels do not take.
+int64_t fused_max_rows(torch::Dtype dtype);
 
 // On by default; benchmarks and the identity tests switch it off to compare with the dense path.
 bool fused_decoding_enabled();
 void set_fused_decoding(bool enabled);
 
 // Whether `x` (the activations of one layer call) goes to a fused kernel: fused decoding on, on
-// the CPU, no gradient needed through it, at most kFusedMaxRows rows.
+// the CPU, no gradient needed through it, at most fused_max_rows of its dtype.
 bool use_fused_kernel(const torch::Tensor& x);
 
 // x W^T by the fused NF4 kernel, or nullopt where it does not apply (see use_fused_kernel and

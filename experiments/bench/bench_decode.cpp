@@ -62,21 +62,21 @@ double triad_gb_per_s(int64_t n, int reps) {
 // Bytes of weight one decoding step reads: the decoder's NF4 blocks and the output layer
 // (its 16-bit copy on the fused path, which a decoding step has made by now, its dense bytes
 // otherwise).
-double step_weight_bytes(models::LlamaForCausalLM& model, bool fused, int64_t rows) {
+double step_weight_bytes(models::LlamaForCausalLM& model, torch::Dtype dtype, bool fused,
+                         int64_t rows) {
+  const bool kernels = fused && rows <= models::fused_max_rows(dtype);
   double bytes = 0;
   for (const auto& m : model->modules(/*include_self=*/false))
     if (auto* linear = m->as<models::LinearImpl>())
       if (!linear->nf4)
         bytes += double(linear->weight.nbytes());
-      else if (fused && rows <= models::kFusedMaxRows &&
-               linear->nf4->cpu_block_scales.defined())  // the kernel's fp32 scales
+      else if (kernels && linear->nf4->cpu_block_scales.defined())  // the kernel's fp32 scales
         bytes += double(linear->nf4->packed.nbytes() + linear->nf4->cpu_block_scales.nbytes());
       else
         bytes += double(linear->nf4->bytes());
   const auto& head = model->model->embed_tokens->weight;
-  const bool q16 = fused && rows <= models::kFusedMaxRows;
-  bytes += q16 ? double(model->decoding_head.q16.bytes())
-               : double(head.numel()) * 4.0;  // the fp32 head (a bf16 model keeps an fp32 copy)
+  bytes += kernels ? double(model->decoding_head.q16.bytes())
+                   : double(head.numel()) * 4.0;  // the fp32 head (a bf16 model keeps an fp32 copy)
   return bytes;
 }
 
@@ -156,7 +156,7 @@ json decode_rows(models::LlamaForCausalLM& model, torch::Dtype dtype, int reps) 
         all.push_back(seconds([&] { run(kNewTokens); }));
       }
       const double step_s = (bench::median(all) - bench::median(first)) / double(kNewTokens - 1);
-      const double bytes = step_weight_bytes(model, fused, batch);
+      const double bytes = step_weight_bytes(model, dtype, fused, batch);
       rows.push_back({{"dtype", dtype == torch::kFloat32 ? "float32" : "bfloat16"},
                       {"batch", batch},
                       {"fused", fused},
@@ -195,7 +195,8 @@ std::string table(const json& r, const std::string& command) {
     << "| arrays of 3 x " << r["triad_small_mib"] << " MiB (in cache) | "
     << fixed(r["triad_small_gb_s"], 1) << " |\n\n"
     << "`fused` is the decoding kernel (NF4 blocks read directly, the output layer from its "
-    << "16-bit copy; at most " << models::kFusedMaxRows << " rows per layer call, so batches "
+    << "16-bit copy; at most " << models::fused_max_rows(torch::kFloat32) << " rows per layer "
+    << "call in fp32 and " << models::fused_max_rows(torch::kBFloat16) << " in bf16, so batches "
     << "above that take the dense path either way); `dense` is dequantise-once-then-matmul, "
     << "the path before the kernel. Weight bytes are what one step reads (the NF4 blocks, and the "
     << "output layer in 16 bits on the fused path or fp32 on the dense one; the dense path's "

@@ -78,7 +78,8 @@ TEST_CASE(
   torch::manual_seed(11);
   for (int64_t out : {1, 3, 17, 130}) {
     for (int64_t in : {64, 128, 576, 704}) {
-      for (int64_t rows : {1, 2, 5, 8}) {
+      // Pairs of rows and an odd one (AVX-512), and more than one call's 8 rows (9, 32).
+      for (int64_t rows : {1, 2, 3, 5, 8, 9, 32}) {
         INFO("out " << out << " in " << in << " rows " << rows);
         auto dense = torch::randn({out, in}) * 0.05;
         dense.index_put_({0, torch::indexing::Slice(0, 64)}, 0.0);  // an all-zero block
@@ -107,10 +108,13 @@ TEST_CASE(
   auto w = models::q16_dequantize(q).to(torch::kFloat64);
   CHECK((w - dense.to(torch::kFloat64)).abs().max().item<double>() <=
         0.5 * q.scales.max().item<double>() + 1e-9);
-  auto x = torch::randn({3, 192});
-  auto reference = torch::matmul(x.to(torch::kFloat64), w.t());
-  auto bound = error_bound(x.to(torch::kFloat64), w, torch::zeros({300, 3}, torch::kFloat64));
-  check_every_path([&] { return models::q16_matvec_cpu(x, q); }, reference, bound);
+  for (int64_t rows : {3, 12}) {
+    INFO("rows " << rows);
+    auto x = torch::randn({rows, 192});
+    auto reference = torch::matmul(x.to(torch::kFloat64), w.t());
+    auto bound = error_bound(x.to(torch::kFloat64), w, torch::zeros({300, 3}, torch::kFloat64));
+    check_every_path([&] { return models::q16_matvec_cpu(x, q); }, reference, bound);
+  }
 }
 
 TEST_CASE(
@@ -135,6 +139,10 @@ TEST_CASE(
   bad[1][3] = std::numeric_limits<float>::quiet_NaN();
   auto y_bad = models::nf4_matvec_cpu(bad, q);
   CHECK(y_bad.isnan().all().item<bool>());
+  // A finite row beside a non-finite one (the two halves of one AVX-512 register) keeps its own
+  // result.
+  auto mixed = torch::cat({bad[0].unsqueeze(0), x[1].unsqueeze(0)});
+  CHECK(torch::equal(models::nf4_matvec_cpu(mixed, q)[1], y32[1]));
 
   auto ragged = models::nf4_quantize(torch::randn({4, 100}));
   CHECK_FALSE(models::cpu_matvec_supports(ragged));
@@ -165,11 +173,11 @@ TEST_CASE(
   auto lora = [&](const torch::Tensor& x) {
     return torch::linear(torch::linear(x, layer->lora_A), layer->lora_B) * layer->lora_scale;
   };
-  auto few = torch::randn({1, models::kFusedMaxRows, 128});
+  auto few = torch::randn({1, models::fused_max_rows(torch::kFloat32), 128});
   auto expected = models::nf4_matvec_cpu(few, *layer->nf4) + bias + lora(few);
   CHECK(torch::allclose(layer(few), expected, 1e-5, 1e-6));
 
-  auto many = torch::randn({1, models::kFusedMaxRows + 1, 128});
+  auto many = torch::randn({1, models::fused_max_rows(torch::kFloat32) + 1, 128});
   auto dense = torch::linear(many, models::nf4_dequantize(*layer->nf4), bias) + lora(many);
   CHECK(torch::allclose(layer(many), dense, 1e-5, 1e-6));
 

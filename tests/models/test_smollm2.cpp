@@ -197,13 +197,12 @@ TEST_CASE(
     auto fused = models::generate(model, {prompts[i]}, sampling);
     CHECK(fused[0].tokens == dense[0].tokens);
   }
-  // The logits of a pass over 8 tokens (rows few enough for the kernels, as a decoding step of 8
-  // rows): the kernels' rounding and the output layer's 16-bit copy move them by a small
-  // fraction of their spread and keep every position's argmax.
-  auto ids = torch::tensor(
-                 std::vector<int64_t>(prompts[0].end() - models::kFusedMaxRows, prompts[0].end()),
-                 torch::kInt64)
-                 .unsqueeze(0);
+  // The logits of a pass over the prompt's last 8 tokens (rows few enough for the kernels, as a
+  // decoding step of 8 rows): the kernels' rounding and the output layer's 16-bit copy move them
+  // by a small fraction of their spread and keep every position's argmax.
+  auto ids =
+      torch::tensor(std::vector<int64_t>(prompts[0].end() - 8, prompts[0].end()), torch::kInt64)
+          .unsqueeze(0);
   models::set_fused_decoding(false);
   auto dense = model->forward(ids)[0];
   models::set_fused_decoding(true);
