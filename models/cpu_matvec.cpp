@@ -522,31 +522,40 @@ struct QuantizedRows {
   std::vector<float> scales;   // [rows, in / 64]
 };
 
-QuantizedRows quantize_rows(const float* x, int64_t rows, int64_t in, ActivationOrder order) {
+// Rows in parallel where there are enough of them (a batched decoding step's): each row's codes
+// depend on that row alone. `T` is float or bf16, read as the float it is exactly, so a bf16
+// caller needs no converted copy.
+template <class T>
+QuantizedRows quantize_rows(const T* x, int64_t rows, int64_t in, ActivationOrder order) {
   const int64_t blocks = in / kBlock;
   int64_t element[kBlock];
   for (int64_t p = 0; p < kBlock; ++p) element[p] = element_at(order, p);
   QuantizedRows q{std::vector<int16_t>(size_t(rows * in)),
                   std::vector<float>(size_t(rows * blocks))};
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float* v = x + r * in + b * kBlock;
-      float max = 0;
-      bool finite = true;
-      for (int j = 0; j < kBlock; ++j) {
-        finite = finite && std::isfinite(v[j]);
-        max = std::max(max, std::fabs(v[j]));
+  const int64_t grain = std::max<int64_t>(1, 16384 / in);
+  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    float v[kBlock];
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const T* block = x + r * in + b * kBlock;
+        float max = 0;
+        bool finite = true;
+        for (int j = 0; j < kBlock; ++j) {
+          v[j] = float(block[j]);
+          finite = finite && std::isfinite(v[j]);
+          max = std::max(max, std::fabs(v[j]));
+        }
+        int16_t* codes = q.codes.data() + r * in + b * kBlock;
+        if (!finite) {
+          q.scales[size_t(r * blocks + b)] = std::numeric_limits<float>::quiet_NaN();
+          continue;  // codes stay 0
+        }
+        q.scales[size_t(r * blocks + b)] = max / kActivationMax;
+        if (max == 0) continue;
+        const float inverse = kActivationMax / max;
+        for (int p = 0; p < kBlock; ++p) codes[p] = int16_t(std::lrint(v[element[p]] * inverse));
       }
-      int16_t* codes = q.codes.data() + r * in + b * kBlock;
-      if (!finite) {
-        q.scales[size_t(r * blocks + b)] = std::numeric_limits<float>::quiet_NaN();
-        continue;  // codes stay 0
-      }
-      q.scales[size_t(r * blocks + b)] = max / kActivationMax;
-      if (max == 0) continue;
-      const float inverse = kActivationMax / max;
-      for (int p = 0; p < kBlock; ++p) codes[p] = int16_t(std::lrint(v[element[p]] * inverse));
-    }
+  });
   return q;
 }
 
@@ -573,9 +582,11 @@ torch::Tensor run_rows(const torch::Tensor& x, int64_t out, int64_t in, const Co
                        RowKernel<Code> (*pick)(CpuIsa, int64_t), ActivationOrder (*order)(CpuIsa)) {
   // Chosen once per call: every chunk of activation rows has kMaxRows of them but the last.
   const CpuIsa isa = active_cpu_isa();
-  const auto x32 = x.to(torch::kFloat32).contiguous();
-  const int64_t rows = x32.numel() / in, blocks = in / kBlock;
-  const QuantizedRows q = quantize_rows(x32.data_ptr<float>(), rows, in, order(isa));
+  const bool bf16 = x.scalar_type() == torch::kBFloat16;
+  const auto xc = bf16 ? x.contiguous() : x.to(torch::kFloat32).contiguous();
+  const int64_t rows = xc.numel() / in, blocks = in / kBlock;
+  const QuantizedRows q = bf16 ? quantize_rows(xc.data_ptr<c10::BFloat16>(), rows, in, order(isa))
+                               : quantize_rows(xc.data_ptr<float>(), rows, in, order(isa));
   const RowKernel<Code> full = pick(isa, kMaxRows);
   const RowKernel<Code> last = pick(isa, rows - (rows - 1) / kMaxRows * kMaxRows);
   auto y = torch::empty({rows, out}, torch::kFloat32);

@@ -62,21 +62,23 @@ torch::Tensor fused_attention(const torch::Tensor& q, torch::Tensor k, torch::Te
 // (experiments/bench/results/ppo_precision_cpu.md). PPO's ratio reads such a gap as a change of
 // policy.
 // With `mass`, the probabilities summed over heads are added to it.
-torch::Tensor exact_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v,
-                              const torch::Tensor& bias, int64_t groups,
+// Grouped-query attention (each kv head serving `groups` consecutive query heads) multiplies
+// each kv head with its group's queries stacked as one [groups * T, D] matrix, instead of
+// repeating the KV cache per query head in every layer at every decoding step.
+torch::Tensor exact_attention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, const torch::Tensor& bias, int64_t groups,
                               torch::Tensor* mass = nullptr) {
-  if (groups > 1) {  // grouped-query attention: each kv head serves `groups` query heads
-    k = k.repeat_interleave(groups, 1);
-    v = v.repeat_interleave(groups, 1);
-  }
-  auto scores =
-      torch::matmul(q, k.transpose(-2, -1)).to(torch::kFloat32) / std::sqrt(double(q.size(-1)));
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), S = k.size(2);
+  const auto stacked = q.reshape({B, H / groups, groups * T, D});
+  auto scores = torch::matmul(stacked, k.transpose(-2, -1)).view({B, H, T, S}).to(torch::kFloat32) /
+                std::sqrt(double(D));
   auto probs = torch::softmax(scores + bias, -1);
   if (mass) {
     auto heads = probs.sum(1);
     *mass = mass->defined() ? *mass + heads : heads;
   }
-  return torch::matmul(probs.to(q.scalar_type()), v);
+  return torch::matmul(probs.to(q.scalar_type()).view({B, H / groups, groups * T, S}), v)
+      .view({B, H, T, D});
 }
 
 }  // namespace
