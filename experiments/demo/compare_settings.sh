@@ -23,22 +23,28 @@ for t in test test_ood; do
   done
 done
 # One table, one family: the p-values are Holm-adjusted over all of its cells (as the run's own
-# tables adjust theirs), from the exact sign-flip p-values in each summary.json.
-python3 - "$work/rows.tsv" <<'PY'
+# tables adjust theirs) by `citeforge holm`, from the exact sign-flip p-values in each summary.json.
+python3 - "$work/rows.tsv" <<'PY' >"$work/raw.txt"
+import json, sys
+rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])]
+for r in rows:
+    tests = json.load(open(r[3]))["paired"]["base"]
+    print(" ".join("nan" if tests[m]["p"] is None else repr(tests[m]["p"])
+                   for m in ("f1", "precision", "recall")))
+PY
+# shellcheck disable=SC2046
+build/citeforge holm $(cat "$work/raw.txt") >"$work/holm.json"
+python3 - "$work/rows.tsv" "$work/holm.json" <<'PY'
 import json, sys
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])]
 metrics = ("f1", "precision", "recall")
 tests = [json.load(open(r[3]))["paired"]["base"] for r in rows]
-raw = [(i, m, tests[i][m]["p"]) for i in range(len(rows)) for m in metrics]
-order = sorted(range(len(raw)), key=lambda k: raw[k][2])
-holm, running = {}, 0.0
-for rank, k in enumerate(order):
-    running = max(running, min(1.0, (len(raw) - rank) * raw[k][2]))
-    holm[raw[k][:2]] = running
+adjusted = json.load(open(sys.argv[2]))["p_holm"]
+holm = {(i, m): adjusted[3 * i + k] for i in range(len(rows)) for k, m in enumerate(metrics)}
 def cell(i, m):
     t = tests[i][m]
     p = holm[(i, m)]
-    shown = "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+    shown = "no pairs" if p is None else "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
     return f"{100 * t['difference']:+.1f} [{100 * t['ci_low']:+.1f}, {100 * t['ci_high']:+.1f}], {shown}"
 print("| test set | answers | against | F1 | precision | recall |")
 print("|---|---|---|---|---|---|")
@@ -46,5 +52,5 @@ for i, (t, answers, against, _) in enumerate(rows):
     print(f"| {t} | {answers} | {against} | {cell(i, 'f1')} | {cell(i, 'precision')} | {cell(i, 'recall')} |")
 print()
 print(f"Points, paired on the same questions: difference [95% bootstrap interval], sign-flip p "
-      f"Holm-adjusted over the {len(raw)} tests of this table.")
+      f"Holm-adjusted over the {len(adjusted)} tests of this table.")
 PY

@@ -17,10 +17,6 @@ namespace citeforge::trainer {
 
 namespace {
 
-Args rest_after(const Args& args, std::size_t n) {
-  return Args(args.begin() + n, args.end());
-}
-
 std::string single_positional(const CliArgs& cli) {
   if (cli.positional.size() != 1)
     throw Error(cli.command->name + ": expected one example file (JSONL), got " +

@@ -17,6 +17,7 @@ const std::vector<CliSubcommand>& citeforge_commands() {
       {"generate", &generate_cli(), command_generate},
       {"score", &score_cli(), command_score},
       {"paired", &paired_cli(), command_paired},
+      {"holm", &holm_cli(), command_holm},
       {"fix-citations", &fix_citations_cli(), command_fix_citations},
       {"evaluate-retriever", &evaluate_retriever_cli(), command_evaluate_retriever},
       {"judge-attributability", &judge_attributability_cli(), command_judge_attributability},

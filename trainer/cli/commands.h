@@ -25,6 +25,7 @@ int command_launch(const Args& args);
 int command_import(const Args& args);
 int command_tokenize(const Args& args);
 int command_paired(const Args& args);
+int command_holm(const Args& args);
 
 const CliCommand& generate_cli();
 const CliCommand& score_cli();
@@ -38,6 +39,7 @@ const CliCommand& launch_cli();
 const CliCommand& import_cli();
 const CliCommand& tokenize_cli();
 const CliCommand& paired_cli();
+const CliCommand& holm_cli();
 
 // Every command, in the order `citeforge --help` lists them.
 const std::vector<CliSubcommand>& citeforge_commands();
