@@ -204,6 +204,20 @@ TEST_CASE(
                         1e-6));
 }
 
+TEST_CASE("the kernels take up to 32 rows of fp32 activations and 8 of bf16, and no other dtype",
+          "[models][cpu_matvec]") {
+  KernelSettings restore;
+  auto rows = [](int64_t n, torch::Dtype dtype) {
+    return models::use_fused_kernel(torch::zeros({1, n, 64}, dtype));
+  };
+  CHECK(rows(32, torch::kFloat32));
+  CHECK_FALSE(rows(33, torch::kFloat32));
+  CHECK(rows(8, torch::kBFloat16));
+  CHECK_FALSE(rows(9, torch::kBFloat16));
+  CHECK_FALSE(rows(1, torch::kHalf));
+  CHECK_FALSE(rows(1, torch::kFloat64));
+}
+
 TEST_CASE("the decoding kernels' parallel loop runs on every intra-op thread",
           "[models][cpu_matvec]") {
   // ATen's parallel_for is compiled into its caller: built without -fopenmp it runs on one thread
