@@ -79,13 +79,18 @@ std::string CliArgs::get_or(const std::string& name, const std::string& fallback
   return get(name).value_or(fallback);
 }
 
+std::optional<double> parse_number(const std::string& text) {
+  char* end = nullptr;
+  const double parsed = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') return std::nullopt;
+  return parsed;
+}
+
 double CliArgs::number(const std::string& name) const {
   const std::string value = require(name);
-  char* end = nullptr;
-  double parsed = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end != '\0')
-    throw Error(command->name + ": --" + name + ": not a number: '" + value + "'");
-  return parsed;
+  const auto parsed = parse_number(value);
+  if (!parsed) throw Error(command->name + ": --" + name + ": not a number: '" + value + "'");
+  return *parsed;
 }
 
 long CliArgs::integer(const std::string& name) const {

@@ -62,6 +62,10 @@ struct CliArgs {
   void no_positional() const;
 };
 
+// `text` as a number when all of it is one (as strtod reads it, "nan" included), else nullopt:
+// for option values (CliArgs::number) and numeric positional arguments alike.
+std::optional<double> parse_number(const std::string& text);
+
 // Parses `args` by `command`'s table; `--help` or `-h` anywhere throws CliHelp.
 CliArgs parse_cli(const CliCommand& command, const std::vector<std::string>& args);
 

@@ -33,18 +33,12 @@ int command_holm(const Args& raw) {
   std::vector<double> p;
   for (std::size_t i = 0; i < args.positional.size(); ++i) {
     const std::string& text = args.positional[i];
-    std::size_t used = 0;
-    double value = std::nan("");
-    try {
-      value = std::stod(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
+    const auto value = parse_number(text);
     // "nan" (a test with nothing to compare) stays out of the family, as in the tables.
-    if (used != text.size() || !(std::isnan(value) || (value >= 0.0 && value <= 1.0)))
+    if (!value || !(std::isnan(*value) || (*value >= 0.0 && *value <= 1.0)))
       throw Error("holm: p-value " + std::to_string(i + 1) + " ('" + text +
                   "') is not a number in [0, 1] or nan");
-    p.push_back(value);
+    p.push_back(*value);
   }
   const nlohmann::ordered_json out{{"p", p}, {"p_holm", rewards::holm_adjusted(p)}};
   std::printf("%s\n", out.dump(2).c_str());
