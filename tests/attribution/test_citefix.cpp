@@ -34,7 +34,7 @@ std::string fix(const data::Example& e, const std::string& answer, FixOptions op
 
 }  // namespace
 
-TEST_CASE("factual points end at their citations; adjacent groups form one point",
+TEST_CASE("factual points end at their citations, and adjacent groups form one point",
           "[attribution][citefix]") {
   const std::string answer = "Crabs molt [1][2]. Magma builds [3], [1] and violins sing [9]. Done.";
   auto points = attribution::factual_points(

@@ -105,7 +105,7 @@ TEST_CASE("named citations: exact names after normalisation", "[citations]") {
   CHECK(p.invalid.empty());
 }
 
-TEST_CASE("named citations: ';' separates citations in one group", "[citations]") {
+TEST_CASE("named citations: a semicolon separates citations in one group", "[citations]") {
   auto p = named("Both (Smith, 2019, p. 3; Jones et al., 2020, p. 4).",
                  {"Smith, 2019, p. 3", "Jones et al., 2020, p. 4", "Other, 2001, p. 1"});
   REQUIRE(p.groups.size() == 1);
@@ -114,7 +114,7 @@ TEST_CASE("named citations: ';' separates citations in one group", "[citations]"
   CHECK(cited(p) == std::vector<int>{1, 2});
 }
 
-TEST_CASE("named citations: a source name containing ';' is cited whole", "[citations]") {
+TEST_CASE("named citations: a source name containing a semicolon is cited whole", "[citations]") {
   // SynSciQA++ record 399 names a source "Penzias and Wilson, 1965, p. 604; Mishra et al., ...".
   auto p =
       named("CMB (Penzias and Wilson, 1965, p. 604; Mishra et al., 2019, p. 32).",

@@ -131,7 +131,7 @@ TEST_CASE("mixture documents are shuffled, not grouped by category") {
   CHECK(first_relevant_position[0] < 150);
 }
 
-TEST_CASE("small pools contribute what they have; zero relevant is allowed") {
+TEST_CASE("small pools contribute what they have, and zero relevant is allowed") {
   MixtureConfig config;
   config.min_relevant = 2;
   config.max_relevant = 3;

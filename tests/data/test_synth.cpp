@@ -260,7 +260,7 @@ TEST_CASE("synth: teacher precision and recall over train come out near the conf
   CHECK(differs_from_gold > 200);  // the mistakes are real, not rounding
 }
 
-TEST_CASE("synth: a perfect teacher equals gold; a weak one is measurably weaker") {
+TEST_CASE("synth: a perfect teacher equals gold, and a weak one is measurably weaker") {
   SynthConfig config;
   config.train = 600;
   config.validation = config.test = config.test_ood = 10;

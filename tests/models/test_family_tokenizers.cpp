@@ -85,8 +85,9 @@ TEST_CASE("Llama 3 and Qwen2 tokenizers give HF's ids on llama.cpp's test string
   }
 }
 
-TEST_CASE("Qwen's tokenizer puts text in NFC first, as its tokenizer.json asks; Llama 3's does not",
-          "[families][tokenizer]") {
+TEST_CASE(
+    "Qwen's tokenizer puts text in NFC first, as its tokenizer.json asks, and Llama 3's does not",
+    "[families][tokenizer]") {
   const std::string composed = "caf\xC3\xA9 na\xC3\xAFve \xE1\xBA\xA0";   // é ï Ạ
   const std::string decomposed = "cafe\xCC\x81 nai\xCC\x88ve A\xCC\xA3";  // base + combining
   const auto qwen = models::gguf_vocabulary(

@@ -59,7 +59,7 @@ TEST_CASE("given passages: a repeated id is an error naming both, empty ones are
   CHECK(corpus.empty_skipped == 1);
 }
 
-TEST_CASE("ranking scores at k; a question without gold has no recall", "[retrieval]") {
+TEST_CASE("ranking scores at k, and a question without gold has no recall", "[retrieval]") {
   auto s = score_ranking({4, 2, 9}, {2, 7}, 2);
   CHECK(s.precision == Approx(0.5));
   CHECK(*s.recall == Approx(0.5));
