@@ -5,23 +5,10 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "models/sampling.h"
 
 namespace citeforge::models {
 namespace {
-
-// The distribution tokens are drawn from: softmax(logits / T), truncated to the top-p nucleus.
-torch::Tensor sampling_probs(const torch::Tensor& logits, const SamplingOptions& o) {
-  auto probs = torch::softmax(logits.to(torch::kFloat32) / o.temperature, -1);
-  if (o.top_p < 1.0) {
-    auto [sorted, order] = probs.sort(-1, /*descending=*/true);
-    // Keep a token while the mass before it is below top_p; the most likely token always stays.
-    auto before = sorted.cumsum(-1) - sorted;
-    sorted = sorted.masked_fill(before >= o.top_p, 0.0);
-    probs = torch::zeros_like(probs).scatter(-1, order, sorted);
-    probs = probs / probs.sum(-1, true);
-  }
-  return probs;
-}
 
 bool contains_any(const std::string& text, const std::vector<std::string>& needles, size_t* where) {
   size_t best = std::string::npos;
@@ -101,26 +88,30 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
                                   .select(1, width - 1)
                                   .to(torch::kFloat32));
   for (int64_t step = 0; step < o.max_new_tokens; ++step) {
+    // Everything but the chosen ids and their log-probabilities stays on the model's device:
+    // the host needs those for the EOS and stop checks, not the whole vocabulary.
     auto log_probs =
-        torch::log_softmax(logits.to(torch::kFloat32) / (o.greedy ? 1.0 : o.temperature), -1).cpu();
+        torch::log_softmax(logits.to(torch::kFloat32) / (o.greedy ? 1.0 : o.temperature), -1);
     const int64_t rows = static_cast<int64_t>(active.size());
     torch::Tensor chosen;
     if (o.greedy) {
       chosen = log_probs.argmax(-1);
     } else {
-      auto probs = sampling_probs(logits, o).cpu();
-      chosen = torch::empty({rows}, torch::kInt64);
+      std::vector<double> uniforms(static_cast<size_t>(rows));
       for (int64_t i = 0; i < rows; ++i)
-        chosen[i] =
-            torch::multinomial(probs[i], 1, false, rngs[size_t(active[size_t(i)])]).item<int64_t>();
+        uniforms[size_t(i)] = next_uniform(rngs[size_t(active[size_t(i)])]);
+      chosen = draw_by_inverse_cdf(sampling_probs(logits, o.temperature, o.top_p), uniforms);
     }
-    auto chosen_acc = chosen.accessor<int64_t, 1>();
+    const auto chosen_logprobs = log_probs.gather(-1, chosen.unsqueeze(-1)).squeeze(-1).cpu();
+    const auto chosen_ids = chosen.cpu();
+    auto chosen_acc = chosen_ids.accessor<int64_t, 1>();
+    auto chosen_logprobs_acc = chosen_logprobs.accessor<float, 1>();
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t b = active[size_t(i)];
       if (done[b]) continue;
       const int64_t token = chosen_acc[i];
       out[b].tokens.push_back(token);
-      out[b].logprobs.push_back(log_probs[i][token].item<float>());
+      out[b].logprobs.push_back(chosen_logprobs_acc[i]);
       if (std::find(eos.begin(), eos.end(), token) != eos.end()) {
         done[b] = true;
         out[b].finish_reason = "eos";
@@ -142,14 +133,13 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
     for (int64_t i = 0; i < rows; ++i)
       if (!done[active[size_t(i)]]) keep.push_back(i);
     if (o.drop_finished_rows && 4 * (rows - int64_t(keep.size())) >= rows) {
-      const auto rows_kept = torch::tensor(keep, torch::kInt64);
-      const auto rows_kept_here = rows_kept.to(device);
+      const auto rows_kept = torch::tensor(keep, torch::kInt64).to(device);
       for (size_t layer = 0; layer < cache.keys.size(); ++layer) {
-        cache.keys[layer] = cache.keys[layer].index_select(0, rows_kept_here);
-        cache.values[layer] = cache.values[layer].index_select(0, rows_kept_here);
+        cache.keys[layer] = cache.keys[layer].index_select(0, rows_kept);
+        cache.values[layer] = cache.values[layer].index_select(0, rows_kept);
       }
-      key_mask = key_mask.index_select(0, rows_kept_here);
-      next_position = next_position.index_select(0, rows_kept_here);
+      key_mask = key_mask.index_select(0, rows_kept);
+      next_position = next_position.index_select(0, rows_kept);
       chosen = chosen.index_select(0, rows_kept);
       std::vector<int64_t> still_active;
       for (int64_t i : keep) still_active.push_back(active[size_t(i)]);
@@ -158,7 +148,7 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
     key_mask =
         torch::cat({key_mask, torch::ones({int64_t(active.size()), 1}, key_mask.options())}, 1);
     AttentionInputs step_inputs{next_position, key_mask};
-    logits = model->logits(model->hidden_states(chosen.to(device).unsqueeze(1), step_inputs, &cache)
+    logits = model->logits(model->hidden_states(chosen.unsqueeze(1), step_inputs, &cache)
                                .select(1, 0)
                                .to(torch::kFloat32));
     next_position = next_position + 1;

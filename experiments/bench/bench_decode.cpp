@@ -1,13 +1,17 @@
 // Decoding on a CPU measured against the machine's own limit: SmolLM2-135M-Instruct with its
-// NF4 base, greedy decode at batch 1, 4, 8, 16 and 32 with the fused kernels on and off, in fp32
+// NF4 base, greedy (or, with --temperature, sampled) decode at batch 1, 4, 8, 16 and 32 with the
+// fused kernels on and off, in fp32
 // and bf16, the bytes of weights a token reads and the GB/s that achieves, next to the
 // machine's bandwidth measured here by a STREAM-style triad (arrays far larger than the
 // last-level cache, and arrays that fit in it) and, when given, llama.cpp's decode on the same
 // GGUF (the JSON of experiments/bench/side_by_side_python.py --part llamacpp).
 //
 //   build/bench_decode [--model weights/SmolLM2-135M-Instruct.Q4_1.gguf] [--threads 2]
-//                      [--reps 5] [--llamacpp FILE.json]
-//                      [--out experiments/bench/results/decode_cpu.md]
+//                      [--reps 5] [--llamacpp FILE.json] [--temperature 0]
+//                      [--part all|kernels|decode] [--out experiments/bench/results/decode_cpu.md]
+//
+// --temperature T > 0 samples at T, as PPO's rollouts do (the demo's 0.7), so a step also draws
+// each row's token; --part decode leaves out the kernel sweep.
 #include <ATen/Parallel.h>
 
 #include <chrono>
@@ -131,7 +135,8 @@ json kernel_rows(models::LlamaForCausalLM& model, int reps) {
   return rows;
 }
 
-json decode_rows(models::LlamaForCausalLM& model, torch::Dtype dtype, int reps) {
+json decode_rows(models::LlamaForCausalLM& model, torch::Dtype dtype, int reps,
+                 double temperature) {
   json rows = json::array();
   for (int64_t batch : {1, 4, 8, 16, 32}) {
     torch::manual_seed(0);
@@ -144,6 +149,8 @@ json decode_rows(models::LlamaForCausalLM& model, torch::Dtype dtype, int reps) 
       models::set_fused_decoding(fused);
       models::SamplingOptions o;
       o.eos_ids = {-1};
+      o.greedy = temperature <= 0;
+      if (!o.greedy) o.temperature = temperature;
       auto run = [&](int64_t n) {
         o.max_new_tokens = n;
         torch::NoGradGuard no_grad;
@@ -160,6 +167,7 @@ json decode_rows(models::LlamaForCausalLM& model, torch::Dtype dtype, int reps) 
       rows.push_back({{"dtype", dtype == torch::kFloat32 ? "float32" : "bfloat16"},
                       {"batch", batch},
                       {"fused", fused},
+                      {"temperature", temperature},
                       {"tokens_per_s", double(batch) / step_s},
                       {"weight_bytes_per_step", bytes},
                       {"weight_bytes_per_token", bytes / double(batch)},
@@ -183,8 +191,14 @@ std::string table(const json& r, const std::string& command) {
   std::ostringstream s;
   s << "# Decoding on a CPU against the memory limit\n\n"
     << "Command: `" << command << "`. Model: SmolLM2-135M-Instruct (the GGUF of the embedded "
-    << "default) with its NF4 base, greedy, prompts of " << kPromptTokens << " random tokens, "
-    << kNewTokens - 1 << " decoding steps timed (the first token, which the prompt's forward "
+    << "default) with its NF4 base, "
+    << (r["temperature"].get<double>() > 0
+            ? "sampled at temperature " + fixed(r["temperature"], 2) +
+                  " (each step draws a token"
+                  " per row)"
+            : std::string("greedy"))
+    << ", prompts of " << kPromptTokens << " random tokens, " << kNewTokens - 1
+    << " decoding steps timed (the first token, which the prompt's forward "
     << "pass makes, excluded); median of " << r["reps"] << " repetitions after a warm-up.\n\n"
     << "Machine: " << r["cpu"].get<std::string>() << ", " << r["threads"]
     << " threads; kernel path `" << r["isa"].get<std::string>() << "`.\n\n"
@@ -211,14 +225,16 @@ std::string table(const json& r, const std::string& command) {
       << " | " << fixed(row["weight_bytes_per_step"].get<double>() / 1e6, 1) << " | "
       << fixed(row["weight_bytes_per_token"].get<double>() / 1e6, 2) << " | "
       << fixed(row["weight_gb_per_s"], 2) << " |\n";
-  s << "\nThe kernels alone over one decoding step's layers (the 210 NF4 projections, then the "
-    << "16-bit output layer), no attention, norms or sampling:\n\n"
-    << "| rows | NF4 layers ms | their GB/s | Q16 output layer ms | its GB/s "
-       "|\n|---|---|---|---|---|\n";
-  for (const auto& k : r["kernels"])
-    s << "| " << k["batch"] << " | " << fixed(k["nf4_layers_ms"], 2) << " | "
-      << fixed(k["nf4_gb_per_s"], 1) << " | " << fixed(k["q16_head_ms"], 2) << " | "
-      << fixed(k["q16_gb_per_s"], 1) << " |\n";
+  if (r.contains("kernels")) {
+    s << "\nThe kernels alone over one decoding step's layers (the 210 NF4 projections, then the "
+      << "16-bit output layer), no attention, norms or sampling:\n\n"
+      << "| rows | NF4 layers ms | their GB/s | Q16 output layer ms | its GB/s "
+         "|\n|---|---|---|---|---|\n";
+    for (const auto& k : r["kernels"])
+      s << "| " << k["batch"] << " | " << fixed(k["nf4_layers_ms"], 2) << " | "
+        << fixed(k["nf4_gb_per_s"], 1) << " | " << fixed(k["q16_head_ms"], 2) << " | "
+        << fixed(k["q16_gb_per_s"], 1) << " |\n";
+  }
   if (r.contains("llama_cpp_decode_tokens_per_s"))
     s << "\nllama.cpp (llama-cpp-python " << r["llama_cpp_version"].get<std::string>()
       << ") on the same GGUF's own Q4_1 weights, same machine and threads, batch 1: "
@@ -232,6 +248,7 @@ std::string table(const json& r, const std::string& command) {
 int main(int argc, char** argv) {
   std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", out, llamacpp, part = "all", isa;
   int threads = 2, reps = 5;
+  double temperature = 0;
   std::string command = "build/bench_decode";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
@@ -246,8 +263,10 @@ int main(int argc, char** argv) {
       llamacpp = value;
     else if (flag == "--out")
       out = value;
-    else if (flag == "--part")  // kernels: the kernel sweep alone (for profilers)
+    else if (flag == "--part")  // kernels: the kernel sweep alone (for profilers); decode: no sweep
       part = value;
+    else if (flag == "--temperature")
+      temperature = std::stod(value);
     else if (flag == "--isa")  // a kernel path other than the detected one, to compare paths
       isa = value;
     else {
@@ -269,19 +288,20 @@ int main(int argc, char** argv) {
     json r{{"threads", threads},
            {"reps", reps},
            {"cpu", bench::cpu_name()},
-           {"isa", models::cpu_isa_name(models::active_cpu_isa())}};
+           {"isa", models::cpu_isa_name(models::active_cpu_isa())},
+           {"temperature", temperature}};
     const int64_t large = 64ll << 20, small = 1ll << 18;  // floats per array
     r["triad_large_mib"] = large * 4 >> 20;
     r["triad_small_mib"] = double(small * 4) / double(1 << 20);
     r["triad_large_gb_s"] = triad_gb_per_s(large, reps);
     r["triad_small_gb_s"] = triad_gb_per_s(small, 50 * reps);
     auto fp32_model = load_nf4(dir, torch::kFloat32);
-    r["kernels"] = kernel_rows(fp32_model, reps);
+    if (part != "decode") r["kernels"] = kernel_rows(fp32_model, reps);
     if (part == "kernels") return 0;
     r["rows"] = json::array();
     for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
       auto model = dtype == torch::kFloat32 ? fp32_model : load_nf4(dir, dtype);
-      for (auto& row : decode_rows(model, dtype, reps)) r["rows"].push_back(row);
+      for (auto& row : decode_rows(model, dtype, reps, temperature)) r["rows"].push_back(row);
     }
     if (!llamacpp.empty()) {
       const json l = json::parse(read_file(llamacpp));
