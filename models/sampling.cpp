@@ -2,7 +2,9 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cmath>
 #include <mutex>
+#include <string>
 
 #include "common/error.h"
 
@@ -38,7 +40,7 @@ torch::Tensor draw_by_inverse_cdf(const torch::Tensor& probs, const std::vector<
   for (int64_t row = 0; row < totals.numel(); ++row)
     if (!std::isfinite(t[row]) || t[row] <= 0)
       throw Error("sampling: the next-token probabilities of row " + std::to_string(row) +
-                  " are not finite (non-finite logits)");
+                  " are not finite or sum to 0 (non-finite logits)");
   const auto u = torch::tensor(uniforms, torch::kFloat64).to(probs.device());
   // u < 1, but u x total can round up to total; just below it the search still ends on a token
   // of positive probability (the cumulative sum is non-decreasing).
