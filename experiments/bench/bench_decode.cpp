@@ -194,8 +194,7 @@ std::string table(const json& r, const std::string& command) {
     << "default) with its NF4 base, "
     << (r["temperature"].get<double>() > 0
             ? "sampled at temperature " + fixed(r["temperature"], 2) +
-                  " (each step draws a token"
-                  " per row)"
+                  " (each step draws a token per row)"
             : std::string("greedy"))
     << ", prompts of " << kPromptTokens << " random tokens, " << kNewTokens - 1
     << " decoding steps timed (the first token, which the prompt's forward "
