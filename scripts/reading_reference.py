@@ -15,6 +15,8 @@ teacher forcing:
   cite-nll   mean negative log-likelihood of the citation digits (a digit after "[" or "][")
   cite-acc   share of first citations where the most likely document number is a relevant
              document, next to `chance`, the share of relevant documents among the listed ones
+  paired     cite-acc - chance per question: mean, 95% paired bootstrap interval and two-sided
+             sign-flip p (both seeded), the test that says whether cite-acc beats chance
 
 Options that change the world or its layout (all off: the demo's world and rage_numeric):
   --synth K=V       a data.synth key for `citeforge data synth` (repeatable), e.g.
@@ -100,6 +102,23 @@ def rename_entities(example, pool, rng):
     return example
 
 
+def paired_test(differences, resamples=10000, seed=12345):
+    """Mean of per-question differences with a 95% paired percentile-bootstrap interval and a
+    two-sided sign-flip permutation p-value, the test citeforge's tables use
+    (rewards/aggregate.h, paired_test)."""
+    if not differences:
+        return "n/a"
+    d = torch.tensor(differences, dtype=torch.float64)
+    generator = torch.Generator().manual_seed(seed)
+    n = d.numel()
+    boot = d[torch.randint(n, (resamples, n), generator=generator)].mean(1).sort().values
+    low, high = boot[int(0.025 * resamples)].item(), boot[int(0.975 * resamples) - 1].item()
+    signs = torch.randint(2, (resamples, n), generator=generator, dtype=torch.float64) * 2 - 1
+    extreme = ((signs * d).mean(1).abs() >= d.mean().abs() - 1e-12).sum().item()
+    p = (extreme + 1) / (resamples + 1)
+    return f"{d.mean().item():+.3f} [{low:+.3f}, {high:+.3f}] p {p:.2g}"
+
+
 def make_world(work, args):
     config = {"seed": args.seed, "train": args.train, "validation": 300, "test": 10,
               "test_ood": 10, "pretrain": 0}
@@ -183,8 +202,7 @@ def main():
     def evaluate():
         model.eval()
         sums = {"fact": [0.0, 0], "cite": [0.0, 0]}
-        hits = firsts = 0
-        chance = 0.0
+        differences = []  # per question: first citation relevant (0/1) - chance of that
         with torch.no_grad():
             for begin in range(0, len(validation_ids), 32):
                 chunk = validation_ids[begin:begin + 32]
@@ -206,12 +224,11 @@ def main():
                         if cited and first:
                             first = False
                             scores = logp[j, t - 1, [sp.piece_to_id(k) for k in keys]]
-                            hits += keys[int(scores.argmax())] in relevant
-                            firsts += 1
-                            chance += len(relevant) / len(keys)
+                            hit = keys[int(scores.argmax())] in relevant
+                            differences.append((float(hit), len(relevant) / len(keys)))
         model.train()
         mean = {k: s / max(n, 1) for k, (s, n) in sums.items()}
-        return mean["fact"], mean["cite"], hits / max(firsts, 1), chance / max(firsts, 1)
+        return mean["fact"], mean["cite"], differences
 
     order, position, smoothed, start = list(range(len(train_ids))), len(train_ids), None, time.time()
     for step in range(1, args.steps + 1):
@@ -229,10 +246,13 @@ def main():
         optimizer.step()
         smoothed = loss.item() if smoothed is None else 0.98 * smoothed + 0.02 * loss.item()
         if step % args.eval_every == 0:
-            fact, cite, accuracy, chance = evaluate()
+            fact, cite, pairs = evaluate()
+            accuracy = sum(h for h, _ in pairs) / max(len(pairs), 1)
+            chance = sum(c for _, c in pairs) / max(len(pairs), 1)
             print(f"step {step} loss {smoothed:.3f} fact-nll {fact:.3f} cite-nll {cite:.3f} "
-                  f"cite-acc {accuracy:.3f} chance {chance:.3f} ({time.time() - start:.0f} s)",
-                  flush=True)
+                  f"cite-acc {accuracy:.3f} chance {chance:.3f} "
+                  f"paired {paired_test([h - c for h, c in pairs])} n {len(pairs)} "
+                  f"({time.time() - start:.0f} s)", flush=True)
 
 
 if __name__ == "__main__":
