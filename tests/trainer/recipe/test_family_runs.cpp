@@ -74,13 +74,18 @@ fs::path widened_model(const Family& f, const fs::path& dir) {
 // by `generate` on the same base.
 void run_and_export(const Family& f, const fs::path& model, const fs::path& root) {
   const fs::path out = root / "run";
+  // A GGUF written afresh by every test run has a new modification time, which the import cache
+  // keys on: imported into the user's cache, each run would leave another copy there.
+  const std::string cache = "CITEFORGE_CACHE=" + (root / "cache").string();
   auto run = testing::run_citeforge(
       "run tests/fixtures/configs/tiny.yaml --out " + out.string() +
-      " --set model.build=null --set model.tokenizer_vocab=0 --set pretrain.enabled=false"
-      " --set model.path=" +
-      model.string() + " --set model.quantization=nf4 --set model.chat_format=" + f.chat_format +
-      " --set 'settings=[sft, sft+ppo]' --set sft.epochs=1 --set ppo.iterations=2"
-      " --set ppo.eval_every=2");
+          " --set model.build=null --set model.tokenizer_vocab=0 --set pretrain.enabled=false"
+          " --set model.path=" +
+          model.string() +
+          " --set model.quantization=nf4 --set model.chat_format=" + f.chat_format +
+          " --set 'settings=[sft, sft+ppo]' --set sft.epochs=1 --set ppo.iterations=2"
+          " --set ppo.eval_every=2",
+      cache);
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   CHECK(run.output.find("policy: NF4 base") != std::string::npos);
@@ -90,12 +95,14 @@ void run_and_export(const Family& f, const fs::path& model, const fs::path& root
   const fs::path peft = root / "peft";
   auto exported =
       testing::run_citeforge("export --checkpoint " + (out / "checkpoints/sft+ppo-1").string() +
-                             " --format peft --out " + peft.string());
+                                 " --format peft --out " + peft.string(),
+                             cache);
   INFO(exported.output);
   REQUIRE(exported.exit_code == 0);
   auto generated = testing::run_citeforge(
       "generate --model " + model.string() + " --adapter " + peft.string() + " --chat " +
-      f.chat_format + " --prompt 'Which document?' --greedy --max-new-tokens 4");
+          f.chat_format + " --prompt 'Which document?' --greedy --max-new-tokens 4",
+      cache);
   INFO(generated.output);
   CHECK(generated.exit_code == 0);
 }
