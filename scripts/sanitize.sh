@@ -9,9 +9,9 @@
 #   SANITIZE_BUILD_DIR=DIR               the build folder (default build-sanitize/)
 #   SANITIZE_JOBS=N                      test processes at once (default: the cores)
 #
-# Too slow for CI (an instrumented rebuild takes about 40 minutes on 2 cores, the default part
-# about as long again): a command to run after changes to memory-handling code, before a GPU
-# session, and whenever a crash is not understood. It ends with one line saying how many tests
+# Too slow for CI (an instrumented rebuild takes about an hour on 2 cores, the default part's
+# 203 tests about 50 minutes): a command to run after changes to memory-handling code, before
+# work on a GPU machine, and whenever a crash is not understood. It ends with one line saying how many tests
 # ran and whether any sanitizer spoke.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
