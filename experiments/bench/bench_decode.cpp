@@ -21,6 +21,7 @@
 #include <sstream>
 #include <string>
 
+#include "bench_flags.h"
 #include "bench_stats.h"
 #include "common/clock.h"
 #include "common/error.h"
@@ -245,6 +246,7 @@ std::string table(const json& r, const std::string& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::require_flag_pairs(argc, argv);
   std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", out, llamacpp, part = "all", isa;
   int threads = 2, reps = 5;
   double temperature = 0;

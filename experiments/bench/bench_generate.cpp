@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "bench_flags.h"
 #include "bench_stats.h"
 #include "common/clock.h"
 #include "common/file_io.h"
@@ -61,6 +62,7 @@ Row measure(const std::string& name, models::LlamaForCausalLM& model, int64_t ba
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::require_flag_pairs(argc, argv);
   std::string stories_dir = "tests/fixtures/models/stories260K", out;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];

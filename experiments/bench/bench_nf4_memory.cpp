@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "bench_flags.h"
 #include "models/lora.h"
 
 using namespace citeforge;
@@ -27,6 +28,7 @@ double peak_rss_gib() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::require_flag_pairs(argc, argv);
   int64_t layers = 32;
   std::string out;
   for (int i = 1; i + 1 < argc; i += 2) {

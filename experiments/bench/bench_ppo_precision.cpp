@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "bench_flags.h"
 #include "common/error.h"
 #include "data/prompt_template.h"
 #include "data/synth.h"
@@ -86,6 +87,7 @@ Row measure(const std::string& model_dir, const models::Tokenizer& tokenizer,
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::require_flag_pairs(argc, argv);
   std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", out;
   int batch = 8;
   for (int i = 1; i + 1 < argc; i += 2) {

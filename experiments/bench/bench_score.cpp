@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "bench_flags.h"
 #include "common/clock.h"
 #include "data/synth.h"
 #include "rewards/aggregate.h"
@@ -33,6 +34,7 @@ std::string to_named(const data::Example& ex, const std::string& answer) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::require_flag_pairs(argc, argv);
   std::size_t n = 100000;
   std::string out;
   for (int i = 1; i + 1 < argc; i += 2) {

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "bench_flags.h"
 #include "models/lora.h"
 #include "models/model_init.h"
 
@@ -90,6 +91,7 @@ Row measure(const std::string& setting, bool nf4, bool lora, bool train, int ste
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::require_flag_pairs(argc, argv);
   int steps = 10;
   std::string out;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -112,7 +114,8 @@ int main(int argc, char** argv) {
   md << "# SFT step time on CPU (demo-shaped model)\n\n"
      << "Command: `build/bench_sft --steps " << steps << (out.empty() ? "" : " --out " + out)
      << "`. Batch " << kBatch << " x " << kSeq
-     << " tokens, fp32, AdamW; the model of configs/demo_built.yaml (hidden 128, 4 layers, vocab 1024) "
+     << " tokens, fp32, AdamW; the model of configs/demo_built.yaml (hidden 128, 4 layers, vocab "
+        "1024) "
         "with random weights. LibTorch intra-op threads: "
      << torch::get_num_threads() << ".\n\n"
      << "| setting | trainable parameters | ms per step | tokens/s |\n|---|---|---|---|\n";
