@@ -20,9 +20,13 @@ int64_t fused_max_rows(torch::Dtype dtype) {
   return 0;
 }
 
+bool fused_kernel_applies(int64_t rows, torch::Dtype dtype, torch::Device device) {
+  return fused_decoding_enabled() && device.is_cpu() && rows <= fused_max_rows(dtype);
+}
+
 bool use_fused_kernel(const torch::Tensor& x) {
-  if (!fused_decoding_enabled() || !x.device().is_cpu() || x.requires_grad()) return false;
-  return x.size(-1) > 0 && x.numel() / x.size(-1) <= fused_max_rows(x.scalar_type());
+  if (x.requires_grad() || x.dim() == 0 || x.size(-1) == 0) return false;
+  return fused_kernel_applies(x.numel() / x.size(-1), x.scalar_type(), x.device());
 }
 
 std::optional<torch::Tensor> fused_nf4_linear(const torch::Tensor& x, const Nf4Weight& weight) {

@@ -26,8 +26,13 @@ int64_t fused_max_rows(torch::Dtype dtype);
 bool fused_decoding_enabled();
 void set_fused_decoding(bool enabled);
 
-// Whether `x` (the activations of one layer call) goes to a fused kernel: fused decoding on, on
-// the CPU, no gradient needed through it, at most fused_max_rows of its dtype.
+// Whether a layer call of `rows` rows (batch x new tokens) of `dtype` activations on `device`
+// goes to a fused kernel: fused decoding on, on the CPU, at most fused_max_rows of its dtype.
+// Benchmarks ask it to count the bytes of weight a decoding step reads.
+bool fused_kernel_applies(int64_t rows, torch::Dtype dtype, torch::Device device = torch::kCPU);
+
+// Whether `x` (the activations of one layer call) goes to a fused kernel: fused_kernel_applies
+// to its rows, dtype and device, and no gradient needed through it.
 bool use_fused_kernel(const torch::Tensor& x);
 
 // x W^T by the fused NF4 kernel, or nullopt where it does not apply (see use_fused_kernel and

@@ -69,19 +69,21 @@ double triad_gb_per_s(int64_t n, int reps) {
 // otherwise).
 double step_weight_bytes(models::LlamaForCausalLM& model, torch::Dtype dtype, bool fused,
                          int64_t rows) {
-  const bool kernels = fused && rows <= models::fused_max_rows(dtype);
+  // The path each layer takes, by the rule the layers themselves follow (models/fused_matmul.h).
+  const bool kernels = fused && models::fused_kernel_applies(rows, dtype);
   double bytes = 0;
   for (const auto& m : model->modules(/*include_self=*/false))
     if (auto* linear = m->as<models::LinearImpl>())
       if (!linear->nf4)
         bytes += double(linear->weight.nbytes());
-      else if (kernels && linear->nf4->cpu_block_scales.defined())  // the kernel's fp32 scales
+      else if (kernels && models::cpu_matvec_supports(*linear->nf4))  // with its fp32 scales
         bytes += double(linear->nf4->packed.nbytes() + linear->nf4->cpu_block_scales.nbytes());
       else
         bytes += double(linear->nf4->bytes());
   const auto& head = model->model->embed_tokens->weight;
-  bytes += kernels ? double(model->decoding_head.q16.bytes())
-                   : double(head.numel()) * 4.0;  // the fp32 head (a bf16 model keeps an fp32 copy)
+  bytes += kernels && models::cpu_matvec_supports(head)
+               ? double(model->decoding_head.q16.bytes())
+               : double(head.numel()) * 4.0;  // the fp32 head (a bf16 model keeps an fp32 copy)
   return bytes;
 }
 

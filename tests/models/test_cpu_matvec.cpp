@@ -208,7 +208,10 @@ TEST_CASE("the kernels take up to 32 rows of fp32 activations and 8 of bf16, and
           "[models][cpu_matvec]") {
   KernelSettings restore;
   auto rows = [](int64_t n, torch::Dtype dtype) {
-    return models::use_fused_kernel(torch::zeros({1, n, 64}, dtype));
+    const bool taken = models::use_fused_kernel(torch::zeros({1, n, 64}, dtype));
+    // The rule benchmarks count bytes by is the one the layers follow.
+    CHECK(models::fused_kernel_applies(n, dtype) == taken);
+    return taken;
   };
   CHECK(rows(32, torch::kFloat32));
   CHECK_FALSE(rows(33, torch::kFloat32));
@@ -216,6 +219,8 @@ TEST_CASE("the kernels take up to 32 rows of fp32 activations and 8 of bf16, and
   CHECK_FALSE(rows(9, torch::kBFloat16));
   CHECK_FALSE(rows(1, torch::kHalf));
   CHECK_FALSE(rows(1, torch::kFloat64));
+  models::set_fused_decoding(false);
+  CHECK_FALSE(rows(1, torch::kFloat32));
 }
 
 TEST_CASE("the decoding kernels' parallel loop runs on every intra-op thread",
