@@ -1,4 +1,5 @@
-# Writes trainer/cli/citeforge_version.h for `citeforge --version`: the project's version and
+# Writes common/citeforge_version.h for common/version.cpp (`citeforge --version`, a run's
+# builds.log): the project's version and
 # the commit the sources are at (with "-dirty" when they differ from it). Run at every build by
 # CMakeLists.txt; the file is rewritten only when its text changes, so nothing rebuilds
 # needlessly.

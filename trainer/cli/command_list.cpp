@@ -1,12 +1,5 @@
-// The list of citeforge's commands, and what `citeforge --version` says.
-#include <torch/version.h>
-
-#include "trainer/cli/citeforge_version.h"
+// The list of citeforge's commands.
 #include "trainer/cli/commands.h"
-
-#ifdef CITEFORGE_WITH_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 namespace citeforge::trainer {
 
@@ -34,16 +27,6 @@ bool is_command(const std::string& name) {
   for (const auto& c : citeforge_commands())
     if (c.name == name) return true;
   return false;
-}
-
-std::string version_text() {
-  std::string text = std::string("citeforge ") + kCiteforgeVersion + " (commit " +
-                     kCiteforgeCommit + "), LibTorch " + TORCH_VERSION;
-#ifdef CITEFORGE_WITH_CUDA
-  text += ", CUDA " + std::to_string(CUDART_VERSION / 1000) + "." +
-          std::to_string(CUDART_VERSION % 1000 / 10);
-#endif
-  return text;
 }
 
 }  // namespace citeforge::trainer

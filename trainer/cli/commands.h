@@ -47,7 +47,4 @@ bool is_command(const std::string& name);
 // The one-line summary of the `data` group of subcommands.
 const char* data_summary();
 
-// "citeforge 0.9.0 (commit 1a2b3c4), LibTorch 2.11.0[, CUDA 13.0]".
-std::string version_text();
-
 }  // namespace citeforge::trainer

@@ -6,13 +6,14 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/version.h"
 #include "trainer/cli/commands.h"
 
 int main(int argc, char** argv) {
   using namespace citeforge::trainer;
   const Args args(argv + 1, argv + argc);
   if (args.size() == 1 && args[0] == "--version") {
-    std::printf("%s\n", version_text().c_str());
+    std::printf("%s\n", citeforge::version_text().c_str());
     return 0;
   }
   // The command's name for the error line: "citeforge run: error: ...".

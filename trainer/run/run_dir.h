@@ -19,6 +19,8 @@ struct RunDir {
 
   std::string config() const { return path("config.resolved.yaml"); }
   std::string metrics() const { return path("metrics.jsonl"); }
+  // One record per start or continuation of the run: when, and which citeforge (version_text).
+  std::string builds() const { return path("builds.jsonl"); }
   std::string results() const { return path(kResults); }
   static constexpr const char* kResults = "results.json";
   std::string selection() const { return path("selection.json"); }
@@ -43,7 +45,8 @@ struct RunDir {
 // Makes the run directory and writes the resolved config into it. A directory that already
 // holds a run continues only with the same config, up to the keys a finished run may take on
 // (eval.corrections, eval.scenarios, eval.attributability_threshold, threads, gradient
-// checkpointing); any other difference is an error naming the keys.
+// checkpointing); any other difference is an error naming the keys. Either way it appends the
+// build that starts or continues the run to builds.jsonl.
 void prepare_run_dir(const RunConfig& config, const RunDir& run);
 
 // The run a checkpoint directory sits in (RUN/checkpoints/<name>, with RUN/config.resolved.yaml

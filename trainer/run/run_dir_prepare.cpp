@@ -2,12 +2,16 @@
 // without its results changing meaning, and the resolved config written for the next resume.
 #include <yaml-cpp/yaml.h>
 
+#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "common/version.h"
 #include "trainer/run/progress.h"
 #include "trainer/run/run_dir.h"
 
@@ -63,6 +67,16 @@ std::vector<std::string> config_differences(const std::string& before, const std
   return keys;
 }
 
+// Now in UTC, as "2026-11-27T18:30:00Z".
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
 }  // namespace
 
 // The run directory holds the resolved config; a rerun with another config would mix two
@@ -70,7 +84,8 @@ std::vector<std::string> config_differences(const std::string& before, const std
 void prepare_run_dir(const RunConfig& config, const RunDir& run) {
   const std::string resolved = run_config_to_yaml(config);
   const std::string path = run.config();
-  if (auto old = read_resolved_config(run)) {
+  const auto old = read_resolved_config(run);
+  if (old) {
     if (config.resume == Resume::never)
       fail_at(run.root, "", "run directory exists and resume is 'never': choose another --out");
     const std::string before = run_config_to_yaml(*old);
@@ -91,6 +106,11 @@ void prepare_run_dir(const RunConfig& config, const RunDir& run) {
   }
   std::filesystem::create_directories(run.checkpoints());
   write_file_atomically(path, resolved);
+  // A record can then name the code behind a run's numbers, also when several builds shared it.
+  append_jsonl(run.builds(), nlohmann::json{{"time", utc_now()},
+                                            {"event", old ? "continued" : "started"},
+                                            {"citeforge", version_text()}}
+                                 .dump());
 }
 
 }  // namespace citeforge::trainer
