@@ -1,5 +1,5 @@
 // Which citeforge this is: what `citeforge --version` prints and what a run directory's
-// builds.log records each time a build starts or continues the run, so that a record can name
+// builds.jsonl records each time a build starts or continues the run, so that a record can name
 // the code its numbers came from.
 #pragma once
 

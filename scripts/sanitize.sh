@@ -11,8 +11,8 @@
 #
 # Too slow for CI (an instrumented rebuild takes about an hour on 2 cores, the default part's
 # 203 tests about 50 minutes): a command to run after changes to memory-handling code, before
-# work on a GPU machine, and whenever a crash is not understood. It ends with one line saying how many tests
-# ran and whether any sanitizer spoke.
+# work on a GPU machine, and whenever a crash is not understood. It ends with one line saying how
+# many tests ran and whether any sanitizer spoke.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 spec="${1:-[trainer],[models],[eval],[ppo],[sft]}"

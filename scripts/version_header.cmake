@@ -1,6 +1,5 @@
 # Writes common/citeforge_version.h for common/version.cpp (`citeforge --version`, a run's
-# builds.log): the project's version and
-# the commit the sources are at (with "-dirty" when they differ from it). Run at every build by
+# builds.jsonl): the project's version and the commit the sources are at (with "-dirty" when they differ from it). Run at every build by
 # CMakeLists.txt; the file is rewritten only when its text changes, so nothing rebuilds
 # needlessly.
 execute_process(COMMAND git -C "${SOURCE_DIR}" rev-parse --short=12 HEAD
