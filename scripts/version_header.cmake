@@ -1,7 +1,7 @@
 # Writes common/citeforge_version.h for common/version.cpp (`citeforge --version`, a run's
-# builds.jsonl): the project's version and the commit the sources are at (with "-dirty" when they differ from it). Run at every build by
-# CMakeLists.txt; the file is rewritten only when its text changes, so nothing rebuilds
-# needlessly.
+# builds.jsonl): the project's version and the commit the sources are at (with "-dirty" when
+# they differ from it). Run at every build by CMakeLists.txt; the file is rewritten only when its
+# text changes, so nothing rebuilds needlessly.
 execute_process(COMMAND git -C "${SOURCE_DIR}" rev-parse --short=12 HEAD
                 OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET
                 RESULT_VARIABLE failed)
