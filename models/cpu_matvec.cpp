@@ -711,6 +711,7 @@ const torch::Tensor& cpu_block_scales(const Nf4Weight& weight) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   if (weight.cpu_block_scales.defined()) return weight.cpu_block_scales;
+  c10::InferenceMode kept_beyond_generation(false);  // a normal tensor, whoever asks next
   const int64_t count = weight.absmax_codes.numel();
   auto scales = torch::empty({count}, torch::kFloat32);
   const uint8_t* codes = weight.absmax_codes.data_ptr<uint8_t>();

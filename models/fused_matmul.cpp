@@ -40,6 +40,7 @@ std::optional<torch::Tensor> fused_output_layer(const torch::Tensor& x, const to
   // A weight trained in this pass needs its gradient through the matmul.
   if (weight.requires_grad() && torch::GradMode::is_enabled()) return std::nullopt;
   if (!head.stamp.matches(weight)) {
+    c10::InferenceMode kept_beyond_generation(false);  // a normal tensor, whoever asks next
     head.q16 = q16_quantize(weight);
     head.stamp.take(weight);
   }

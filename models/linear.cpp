@@ -53,6 +53,7 @@ torch::Tensor LinearImpl::base_weight(torch::Dtype dtype) const {
       dense_cache_version != version) {
     if (!dense_cache.defined()) dequantized_layers.push_back(self);
     torch::NoGradGuard no_grad;
+    c10::InferenceMode kept_beyond_generation(false);  // training may read it after
     dense_cache = convert();
     dense_cache_version = version;
   }

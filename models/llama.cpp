@@ -3,22 +3,12 @@
 #include <cmath>
 #include <limits>
 
+#include "models/cpu_attention.h"
 #include "models/grad_checkpoint.h"
 #include "models/rope.h"
 
 namespace citeforge::models {
 namespace {
-
-torch::Tensor rotate_half(const torch::Tensor& x) {
-  auto halves = x.chunk(2, -1);
-  return torch::cat({-halves[1], halves[0]}, -1);
-}
-
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
-                         const torch::Tensor& sin) {
-  auto xf = x.to(torch::kFloat32);
-  return (xf * cos + rotate_half(xf) * sin).to(x.scalar_type());
-}
 
 // The most negative finite value of a floating dtype.
 double lowest_value(torch::Dtype dtype) {
@@ -148,10 +138,15 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     k = cache->keys[layer].narrow(2, 0, past + T);
     v = cache->values[layer].narrow(2, 0, past + T);
   }
-  torch::Tensor out =
-      fused_attention_applies(q.scalar_type(), q.device(), past, attention_mass != nullptr)
-          ? fused_attention(q, k, v, attn_bias, num_heads / num_kv_heads)
-          : exact_attention(q, k, v, attn_bias, num_heads / num_kv_heads, attention_mass);
+  const bool reads_attention = attention_mass != nullptr;
+  const int64_t groups = num_heads / num_kv_heads;
+  torch::Tensor out;
+  if (decode_attention_applies(q, k, T, reads_attention))
+    out = decode_attention_cpu(q, k, v, attn_bias, groups);
+  else if (fused_attention_applies(q.scalar_type(), q.device(), past, reads_attention))
+    out = fused_attention(q, k, v, attn_bias, groups);
+  else
+    out = exact_attention(q, k, v, attn_bias, groups, attention_mass);
   out = out.transpose(1, 2).reshape({B, T, num_heads * head_dim});
   return o_proj(out);
 }
@@ -262,6 +257,7 @@ torch::Tensor LlamaForCausalLMImpl::logits(const torch::Tensor& hidden) {
   if (!tied_head_copy.defined() || tied_head_copy.scalar_type() != hidden.scalar_type() ||
       !tied_head_stamp.matches(tied)) {
     torch::NoGradGuard no_grad;
+    c10::InferenceMode kept_beyond_generation(false);  // training may read it after
     tied_head_copy = tied.detach().to(hidden.scalar_type());
     tied_head_stamp.take(tied);
   }

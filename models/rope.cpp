@@ -160,6 +160,73 @@ RopeScaling llama3_scaling_from_factors(const ModelConfig& config, const torch::
   return s;
 }
 
+namespace {
+
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  auto halves = x.chunk(2, -1);
+  return torch::cat({-halves[1], halves[0]}, -1);
+}
+
+// Up to this many values a call runs as the one loop below (on one thread); larger ones (a
+// prompt's pass) go to ATen's operators, which thread.
+constexpr int64_t kLoopMaxValues = 1 << 16;
+
+template <class Scalar>
+void rotate_rows(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                 torch::Tensor& out) {
+  const int64_t B = x.size(0), H = x.size(1), T = x.size(2), D = x.size(3), half = D / 2;
+  const Scalar* xs = x.data_ptr<Scalar>();
+  const float* cs = cos.data_ptr<float>();
+  const float* ss = sin.data_ptr<float>();
+  Scalar* ys = out.data_ptr<Scalar>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const Scalar* row = xs + b * x.stride(0) + h * x.stride(1) + t * x.stride(2);
+        const float* c = cs + b * cos.stride(0) + h * cos.stride(1) + t * cos.stride(2);
+        const float* s = ss + b * sin.stride(0) + h * sin.stride(1) + t * sin.stride(2);
+        Scalar* y = ys + ((b * H + h) * T + t) * D;
+        // ATen's order: x cos and rotate_half(x) sin each rounded to fp32, then their sum (the
+        // file is compiled with -ffp-contract=off: no fused multiply-add).
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = static_cast<float>(row[i]) * c[i];
+          const float r = -static_cast<float>(row[i + half]) * s[i];
+          y[i] = Scalar(a + r);
+        }
+        for (int64_t i = half; i < D; ++i) {
+          const float a = static_cast<float>(row[i]) * c[i];
+          const float r = static_cast<float>(row[i - half]) * s[i];
+          y[i] = Scalar(a + r);
+        }
+      }
+}
+
+}  // namespace
+
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
+                         const torch::Tensor& sin) {
+  const auto dtype = x.scalar_type();
+  const bool loop = x.device().is_cpu() && x.dim() == 4 && x.size(3) % 2 == 0 &&
+                    x.numel() <= kLoopMaxValues && x.stride(3) == 1 &&
+                    (dtype == torch::kFloat32 || dtype == torch::kBFloat16) &&
+                    cos.scalar_type() == torch::kFloat32 && sin.scalar_type() == torch::kFloat32 &&
+                    cos.dim() == 4 && cos.sizes() == sin.sizes() && cos.size(3) == x.size(3) &&
+                    cos.stride(3) == 1 && sin.stride(3) == 1 &&
+                    !(torch::GradMode::is_enabled() && x.requires_grad());
+  if (!loop) {
+    auto xf = x.to(torch::kFloat32);
+    return (xf * cos + rotate_half(xf) * sin).to(dtype);
+  }
+  const auto sizes = x.sizes();
+  const auto c = cos.expand(sizes), s = sin.expand(sizes);
+  auto out = torch::empty(sizes, x.options().memory_format(c10::MemoryFormat::Contiguous));
+  if (dtype == torch::kFloat32)
+    rotate_rows<float>(x, c, s, out);
+  else
+    rotate_rows<c10::BFloat16>(x, c, s, out);
+  return out;
+}
+
 std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positions,
                                                     const ModelConfig& config) {
   const int64_t max_position = config.rope_scaling.type == "dynamic" && positions.numel() > 0

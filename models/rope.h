@@ -35,4 +35,11 @@ RopeScaling llama3_scaling_from_factors(const ModelConfig& config, const torch::
 std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positions,
                                                     const ModelConfig& config);
 
+// Queries or keys x [B, H, T, head_dim] rotated by the tables: x cos + rotate_half(x) sin in
+// fp32, in x's dtype. A small call that needs no gradient on a CPU (a decoding step's: 20 of them
+// per step on SmolLM2) runs as one loop instead of ten operators, with the same roundings in the
+// same order, so the same bits.
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
+                         const torch::Tensor& sin);
+
 }  // namespace citeforge::models
