@@ -65,7 +65,8 @@ def main():
             logits = tmp / f"logits{i}.safetensors"
             ours = citeforge("generate", "--model", str(merged), "--prompt", prompt, "--greedy",
                              "--max-new-tokens", str(args.tokens), "--chat", chat,
-                             "--device", "cpu", "--logits-out", str(logits))
+                             "--device", "cpu", "--quantization", "none",
+                             "--logits-out", str(logits))
             ours = "\n".join(l for l in ours.splitlines() if not l.startswith("[generate]"))
             # The same text tokenized by both, then both decode from the ids citeforge's
             # generate used (its chat format's wrapping included).

@@ -52,7 +52,8 @@ def main():
         citeforge("export", "--checkpoint", checkpoint, "--format", "merged", "--out",
                   tmp / "merged", "--model", base)
         citeforge("generate", "--model", base, "--adapter", tmp / "peft", "--prompt", PROMPT,
-                  "--greedy", "--max-new-tokens", "1", "--logits-out", tmp / "logits.safetensors")
+                  "--greedy", "--max-new-tokens", "1", "--quantization", "none",
+                  "--logits-out", tmp / "logits.safetensors")
         ours = load_file(tmp / "logits.safetensors")
         ids = ours["input_ids"]
         with torch.no_grad():

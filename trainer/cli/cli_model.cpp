@@ -35,13 +35,13 @@ NonFiniteWeights non_finite_weights(const CliArgs& cli, const std::string& comma
 }
 
 Quantization base_quantization(const CliArgs& cli, const std::string& command,
-                               void (*log)(const std::string&)) {
+                               void (*log)(const std::string&), Quantization fallback) {
   if (auto q = cli.get("quantization"))
     return parse_choice<Quantization>(*q, command + ": --quantization");
   auto adapter = cli.get("adapter");
-  if (!adapter) return Quantization::none;
+  if (!adapter) return fallback;
   const auto run = run_of_checkpoint(*adapter);
-  if (!run) return Quantization::none;
+  if (!run) return fallback;
   const Quantization quantization = read_resolved_config(*run)->model.quantization;
   if (quantization == Quantization::nf4)
     log("base quantised to NF4 as in " + run->config() +

@@ -33,9 +33,10 @@ CliOption non_finite_weights_option();
 NonFiniteWeights non_finite_weights(const CliArgs& cli, const std::string& command);
 
 // --quantization, else the model.quantization of the run the adapter sits in,
-// else "none". `log` says when the run's choice is taken.
+// else `fallback`. `log` says when the run's choice is taken.
 Quantization base_quantization(const CliArgs& cli, const std::string& command,
-                               void (*log)(const std::string&));
+                               void (*log)(const std::string&),
+                               Quantization fallback = Quantization::none);
 
 // The loaded model as a yes/no judge: its --chat format, asked --judge-template (looked up in
 // --templates).

@@ -43,6 +43,12 @@ const CliCommand& generate_cli() {
        {"stop", "TEXT", "stop when the text appears", "", true},
        non_finite_weights_option(),
        {"device", choice_names<Device>(), "where to run (default: cuda when there is one)"},
+       {"quantization", choice_names<Quantization>(),
+        "the base's quantisation (default: the adapter's run's, else nf4 on a CPU, whose "
+        "decoding kernels read the 4-bit codes, and none on a GPU)"},
+       {"dtype", choice_names<Dtype>(),
+        "the model's dtype (default: float32 on a CPU, "
+        "bfloat16 on a GPU)"},
        {"logits-out", "F.safetensors",
         "also write the prompt's ids and logits, for cross-checks"}}};
   return command;
@@ -53,11 +59,6 @@ int command_generate(const Args& raw) {
   args.no_positional();
   std::string model_dir = args.require("model");
   const NonFiniteWeights non_finite = non_finite_weights(args, "generate");
-  if (models::is_gguf_path(model_dir))
-    model_dir = models::gguf_model_dir(
-        model_dir,
-        [](const std::string& line) { std::fprintf(stderr, "[generate] %s\n", line.c_str()); },
-        non_finite);
   if (args.has("prompt") == args.has("prompt-file"))
     throw Error("generate: give exactly one of --prompt and --prompt-file");
   if (args.has("greedy") && (args.has("temperature") || args.has("top-p") || args.has("seed")))
@@ -71,9 +72,18 @@ int command_generate(const Args& raw) {
   if (where == Device::cuda && !torch::cuda::is_available())
     throw Error("generate: --device cuda: no CUDA device available");
   const torch::Device device(where == Device::cuda ? torch::kCUDA : torch::kCPU);
-
-  auto model = load_base(model_dir, device.is_cuda() ? Dtype::bfloat16 : Dtype::float32,
-                         Quantization::none, device, non_finite);
+  const Dtype dtype = args.has("dtype")
+                          ? parse_choice<Dtype>(args.require("dtype"), "generate: --dtype")
+                          : (device.is_cuda() ? Dtype::bfloat16 : Dtype::float32);
+  const auto log = [](const std::string& line) {
+    std::fprintf(stderr, "[generate] %s\n", line.c_str());
+  };
+  if (models::is_gguf_path(model_dir))
+    model_dir = models::gguf_model_dir(
+        model_dir, log, non_finite, dtype == Dtype::bfloat16 ? torch::kBFloat16 : torch::kFloat32);
+  const Quantization quantization = base_quantization(
+      args, "generate", log, device.is_cpu() ? Quantization::nf4 : Quantization::none);
+  auto model = load_base(model_dir, dtype, quantization, device, non_finite);
   if (auto adapter = args.get("adapter")) {
     auto loaded = models::load_peft_adapter(model, verified_adapter_dir(*adapter));
     std::fprintf(stderr, "[generate] adapter %s: r %lld on %zu layers\n", adapter->c_str(),
@@ -116,9 +126,11 @@ int command_generate(const Args& raw) {
   std::cout << result[0].text << std::endl;
   const auto generated = result[0].tokens.size();
   std::fprintf(stderr,
-               "[generate] %zu prompt + %zu new tokens in %.3f s: %.1f tokens/s (%s, finish: %s)\n",
+               "[generate] %zu prompt + %zu new tokens in %.3f s: %.1f tokens/s (%s, %s base, %s, "
+               "finish: %s)\n",
                ids.size(), generated, seconds, generated / std::max(seconds, 1e-9),
-               device_name.c_str(), result[0].finish_reason.c_str());
+               device_name.c_str(), quantization == Quantization::nf4 ? "NF4" : "dense",
+               choice_name(dtype), result[0].finish_reason.c_str());
   return 0;
 }
 

@@ -37,6 +37,22 @@ TEST_CASE("citeforge generate continues a story and reports tokens/s", "[trainer
   CHECK(r.output.find("tokens/s") != std::string::npos);
 }
 
+TEST_CASE("citeforge generate decodes on an NF4 base on a CPU unless told otherwise",
+          "[trainer][cli]") {
+  auto model = citeforge::testing::fixture_path("models/stories260K");
+  const std::string base = "generate --model " + model +
+                           " --device cpu --prompt 'Once upon a time' --greedy --max-new-tokens 8";
+  auto nf4 = run_citeforge(base);
+  CHECK(nf4.exit_code == 0);
+  CHECK(nf4.output.find("(cpu, NF4 base, float32, finish: length)") != std::string::npos);
+  auto dense = run_citeforge(base + " --quantization none --dtype bfloat16");
+  CHECK(dense.exit_code == 0);
+  CHECK(dense.output.find("(cpu, dense base, bfloat16, finish: length)") != std::string::npos);
+  auto wrong = run_citeforge(base + " --quantization int8");
+  CHECK(wrong.exit_code == 1);
+  CHECK(wrong.output.find("generate: --quantization") != std::string::npos);
+}
+
 TEST_CASE("citeforge generate fails with one line on bad input", "[trainer][cli][errors]") {
   auto model = citeforge::testing::fixture_path("models/stories260K");
   auto missing = run_citeforge("generate --model /nonexistent --prompt hi");
