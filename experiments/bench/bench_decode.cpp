@@ -15,8 +15,10 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -27,6 +29,7 @@
 #include "common/error.h"
 #include "common/file_io.h"
 #include "models/checkpoint_io.h"
+#include "models/cpu_attention.h"
 #include "models/cpu_matvec.h"
 #include "models/fused_matmul.h"
 #include "models/generate.h"
@@ -138,6 +141,50 @@ json kernel_rows(models::LlamaForCausalLM& model, int reps) {
   return rows;
 }
 
+// One layer's attention at a decoding step of the model's shape in bf16 (a cache of the prompt
+// and the new tokens so far): the decoding kernel (models/cpu_attention.h) against the exact
+// path's operators it replaced (two batched bf16 matmuls around the fp32 softmax).
+json attention_rows(const models::ModelConfig& c, int reps) {
+  const int64_t groups = c.num_heads / c.num_kv_heads, D = c.head_dim;
+  const int64_t slots = kPromptTokens + kNewTokens;
+  json rows = json::array();
+  torch::InferenceMode inference;
+  for (int64_t batch : {1, 8, 32}) {
+    torch::manual_seed(0);
+    const auto bf16 = torch::kBFloat16;
+    auto q = torch::randn({batch, c.num_heads, 1, D}).to(bf16);
+    auto k = torch::randn({batch, c.num_kv_heads, slots, D}).to(bf16);
+    auto v = torch::randn({batch, c.num_kv_heads, slots, D}).to(bf16);
+    auto bias = torch::zeros({batch, 1, 1, slots});
+    auto kernel = [&] { models::decode_attention_cpu(q, k, v, bias, groups); };
+    auto exact = [&] {
+      auto stacked = q.reshape({batch, c.num_kv_heads, groups, D});
+      auto scores = torch::matmul(stacked, k.transpose(-2, -1))
+                        .view({batch, c.num_heads, 1, slots})
+                        .to(torch::kFloat32) /
+                    std::sqrt(double(D));
+      auto probs = torch::softmax(scores + bias, -1);
+      torch::matmul(probs.to(bf16).view({batch, c.num_kv_heads, groups, slots}), v);
+    };
+    auto per_call = [&](const std::function<void()>& f) {
+      f();
+      std::vector<double> t;
+      for (int i = 0; i < 4 * reps; ++i)
+        t.push_back(seconds([&] {
+                      for (int j = 0; j < 100; ++j) f();
+                    }) /
+                    100);
+      return bench::median(t);
+    };
+    const double a = per_call(kernel), b = per_call(exact);
+    rows.push_back(
+        {{"batch", batch}, {"slots", slots}, {"kernel_us", 1e6 * a}, {"exact_us", 1e6 * b}});
+    std::fprintf(stderr, "attention batch %lld: kernel %.1f us, exact path %.1f us\n",
+                 (long long)batch, 1e6 * a, 1e6 * b);
+  }
+  return rows;
+}
+
 json decode_rows(models::LlamaForCausalLM& model, torch::Dtype dtype, int reps,
                  double temperature) {
   json rows = json::array();
@@ -237,6 +284,15 @@ std::string table(const json& r, const std::string& command) {
         << fixed(k["nf4_gb_per_s"], 1) << " | " << fixed(k["q16_head_ms"], 2) << " | "
         << fixed(k["q16_gb_per_s"], 1) << " |\n";
   }
+  if (r.contains("attention")) {
+    s << "\nOne layer's attention at a bf16 decoding step (SmolLM2's 9 query heads on 3 kv heads "
+      << "of 64, a cache of " << kPromptTokens + kNewTokens << " slots; median of many calls): "
+      << "the decoding kernel against the exact path's operators it replaced:\n\n"
+      << "| batch | kernel µs | exact path µs |\n|---|---|---|\n";
+    for (const auto& a : r["attention"])
+      s << "| " << a["batch"] << " | " << fixed(a["kernel_us"], 1) << " | "
+        << fixed(a["exact_us"], 1) << " |\n";
+  }
   if (r.contains("llama_cpp_decode_tokens_per_s"))
     s << "\nllama.cpp (llama-cpp-python " << r["llama_cpp_version"].get<std::string>()
       << ") on the same GGUF's own Q4_1 weights, same machine and threads, batch 1: "
@@ -299,7 +355,10 @@ int main(int argc, char** argv) {
     r["triad_large_gb_s"] = triad_gb_per_s(large, reps);
     r["triad_small_gb_s"] = triad_gb_per_s(small, 50 * reps);
     auto fp32_model = load_nf4(dir, torch::kFloat32);
-    if (part != "decode") r["kernels"] = kernel_rows(fp32_model, reps);
+    if (part != "decode") {
+      r["kernels"] = kernel_rows(fp32_model, reps);
+      r["attention"] = attention_rows(fp32_model->config, reps);
+    }
     if (part == "kernels") return 0;
     r["rows"] = json::array();
     for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {

@@ -156,7 +156,7 @@ TEST_CASE("decode attention applies to a bf16 decoding step on the CPU that need
   CHECK(models::decode_attention_applies(q, k, 1, false));
   CHECK_FALSE(models::decode_attention_applies(q, k, 2, false));  // a prompt's pass
   CHECK_FALSE(models::decode_attention_applies(q, k, 1, true));   // attention read
-  // fp32 keeps ATen's fused kernel, as fast at a decoding step's sizes.
+  // fp32 keeps ATen's fused kernel and its numerics.
   CHECK_FALSE(
       models::decode_attention_applies(q.to(torch::kFloat32), k.to(torch::kFloat32), 1, false));
   auto trained = q.clone().requires_grad_(true);
