@@ -2,6 +2,7 @@
 // HF transformers makes of the same file (tests/fixtures/smollm2/,
 // scripts/make_smollm2_fixtures.py): token ids on 2000+ strings, chat rendering, logits and greedy
 // decoding.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -159,6 +160,62 @@ TEST_CASE(
   CHECK(fs::file_size(fs::path(compact) / "model.safetensors") <
         fs::file_size(fs::path(exact) / "model.safetensors") * 0.51);
   CHECK(models::read_model_config(compact + "/config.json").dtype == "bfloat16");
+}
+
+TEST_CASE(
+    "in bf16 greedy decoding of SmolLM2's NF4 base with the fused CPU kernels and the decoding "
+    "attention follows dequantise-then-matmul and the exact attention and parts from it at most "
+    "once and only at a near tie",
+    "[models][smollm2][cpu_matvec][cpu_attention]") {
+  struct Restore {
+    ~Restore() { models::set_fused_decoding(true); }
+  } restore;
+  models::LoadOptions options;
+  options.nf4 = true;
+  options.dtype = torch::kBFloat16;
+  auto model =
+      models::load_model(models::gguf_model_dir(gguf_path(), nullptr,
+                                                models::NonFiniteWeights::error, torch::kBFloat16),
+                         options);
+  const models::DequantizedWeights dense_base;
+  auto greedy = json::parse(read_file(fixture("greedy.json")));
+  models::SamplingOptions sampling;
+  sampling.max_new_tokens = 32;
+  sampling.eos_ids = {-1};
+  // The fixtures' prompts, each also cut short: 4 places to start decoding from.
+  std::vector<std::vector<int64_t>> prompts;
+  for (const char* p : {"prompt0", "prompt1"}) {
+    auto ids = ids_of(greedy[p]["prompt_ids"]);
+    prompts.push_back(ids);
+    prompts.emplace_back(ids.begin(), ids.begin() + int64_t(ids.size()) / 2);
+  }
+  int divergent = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    INFO("prompt " << i);
+    models::set_fused_decoding(false);
+    auto dense = models::generate(model, {prompts[i]}, sampling);
+    models::set_fused_decoding(true);
+    auto fused = models::generate(model, {prompts[i]}, sampling);
+    const auto& a = dense[0].tokens;
+    const auto& b = fused[0].tokens;
+    const size_t first = size_t(std::mismatch(a.begin(), a.end(), b.begin()).first - a.begin());
+    if (first == a.size()) continue;
+    // Where they part, the dense path's own logits must nearly tie the two tokens: bf16 rounds
+    // a logit of SmolLM2 (up to about 20) to steps of 0.06-0.125.
+    std::vector<int64_t> context = prompts[i];
+    context.insert(context.end(), a.begin(), a.begin() + int64_t(first));
+    models::set_fused_decoding(false);
+    torch::NoGradGuard no_grad;
+    const auto logits =
+        model->forward(torch::tensor(context, torch::kInt64).unsqueeze(0))[0][-1].to(
+            torch::kFloat32);
+    const double margin = (logits[a[first]] - logits[b[first]]).item<double>();
+    INFO("token " << first << ": dense " << a[first] << ", fused " << b[first]
+                  << ", dense logit margin " << margin);
+    CHECK(margin < 0.25);
+    ++divergent;
+  }
+  CHECK(divergent <= 1);
 }
 
 TEST_CASE(
