@@ -1,6 +1,6 @@
 // Attention of a decoding step on a CPU: one new query per row against the rows' cached keys
 // and values, in one pass per kv head over its group of query heads. A bf16 model's exact path
-// (two batched bf16 matmuls around the fp32 softmax) took 48 µs a SmolLM2 layer at batch 1 for
+// (two batched bf16 matmuls around the fp32 softmax) took 47 µs a SmolLM2 layer at batch 1 for
 // a few µs of arithmetic (experiments/bench/results/decode_cpu.md; docs/design.md §4, "Decoding
 // on a CPU"). The kernel takes fp32 too (the tests check it), but an fp32 model keeps ATen's
 // fused kernel: changing its numerics would part the fp32 records from the code for a few µs a
