@@ -205,18 +205,16 @@ CITEFORGE_AVX512 void scores_avx512(const HeadJob<T>& job) {
 }
 #endif
 
-enum class DotPath { portable, avx2, avx512 };
-
-template <DotPath P, class T>
+template <CpuIsa P, class T>
 CITEFORGE_INLINE void score_on(const HeadJob<T>& job) {
 #if defined(CITEFORGE_X86)
-  if constexpr (P == DotPath::avx512) return scores_avx512(job);
-  if constexpr (P == DotPath::avx2) return scores_avx2(job);
+  if constexpr (P == CpuIsa::avx512) return scores_avx512(job);
+  if constexpr (P == CpuIsa::avx2) return scores_avx2(job);
 #endif
   scores_portable(job);
 }
 
-template <DotPath P, class T>
+template <CpuIsa P, class T>
 CITEFORGE_INLINE void attend(const HeadJob<T>& job) {
   const int64_t G = job.groups, S = job.slots, D = job.dim;
   score_on<P>(job);
@@ -247,17 +245,17 @@ CITEFORGE_INLINE void attend(const HeadJob<T>& job) {
 
 template <class T>
 void attend_portable(const HeadJob<T>& job) {
-  attend<DotPath::portable>(job);
+  attend<CpuIsa::portable>(job);
 }
 
 #if defined(CITEFORGE_X86)
 template <class T>
 CITEFORGE_AVX2 void attend_avx2(const HeadJob<T>& job) {
-  attend<DotPath::avx2>(job);
+  attend<CpuIsa::avx2>(job);
 }
 template <class T>
 CITEFORGE_AVX512 void attend_avx512(const HeadJob<T>& job) {
-  attend<DotPath::avx512>(job);
+  attend<CpuIsa::avx512>(job);
 }
 #endif
 

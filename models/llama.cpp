@@ -44,20 +44,11 @@ torch::Tensor fused_attention(const torch::Tensor& q, torch::Tensor k, torch::Te
       /*dropout_p=*/0.0, /*is_causal=*/!bias.defined(), /*scale=*/std::nullopt, grouped);
 }
 
-// Attention of a reduced-precision (bf16) model: the scores and the softmax in fp32 on one
-// [T, S] matrix per head, with the fp32 `bias` always given. The fused kernel walks a whole
-// prompt in blocks but a decoding step in one row, and in bf16 that made the sampler's and the
-// learner's log-probabilities of the same sampled tokens differ by up to 0.58 nats on a CPU with
-// AMX, twice as much as this way, which keeps the numerics of the unfused attention before it
-// (experiments/bench/results/ppo_precision_cpu.md). PPO's ratio reads such a gap as a change of
-// policy.
-// With `mass`, the probabilities summed over heads are added to it.
-// Grouped-query attention (each kv head serving `groups` consecutive query heads) multiplies
-// each kv head with its group's queries stacked as one [groups * T, D] matrix, instead of
-// repeating the KV cache per query head in every layer at every decoding step.
+}  // namespace
+
 torch::Tensor exact_attention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, const torch::Tensor& bias, int64_t groups,
-                              torch::Tensor* mass = nullptr) {
+                              torch::Tensor* mass) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), S = k.size(2);
   const auto stacked = q.reshape({B, H / groups, groups * T, D});
   auto scores = torch::matmul(stacked, k.transpose(-2, -1)).view({B, H, T, S}).to(torch::kFloat32) /
@@ -70,8 +61,6 @@ torch::Tensor exact_attention(const torch::Tensor& q, const torch::Tensor& k,
   return torch::matmul(probs.to(q.scalar_type()).view({B, H / groups, groups * T, S}), v)
       .view({B, H, T, D});
 }
-
-}  // namespace
 
 torch::Tensor attention_allowed(const torch::Tensor& key_mask, int64_t batch, int64_t past,
                                 int64_t new_tokens, std::optional<int64_t> sliding_window,

@@ -119,6 +119,22 @@ torch::Tensor attention_allowed(const torch::Tensor& key_mask, int64_t batch, in
 // 0 where attending is allowed and the dtype's lowest value where not.
 torch::Tensor attention_bias(const torch::Tensor& allowed, torch::Dtype dtype);
 
+// Attention of a reduced-precision (bf16) model: the scores and the softmax in fp32 on one
+// [T, S] matrix per head, with the fp32 `bias` always given. The fused kernel walks a whole
+// prompt in blocks but a decoding step in one row, and in bf16 that made the sampler's and the
+// learner's log-probabilities of the same sampled tokens differ by up to 0.58 nats on a CPU with
+// AMX, twice as much as this way, which keeps the numerics of the unfused attention before it
+// (experiments/bench/results/ppo_precision_cpu.md). PPO's ratio reads such a gap as a change of
+// policy.
+// With `mass`, the probabilities summed over heads are added to it.
+// Grouped-query attention (each kv head serving `groups` consecutive query heads) multiplies
+// each kv head with its group's queries stacked as one [groups * T, D] matrix, instead of
+// repeating the KV cache per query head in every layer at every decoding step.
+// Benchmarks time it against the decoding kernel that replaced it on a bf16 CPU step.
+torch::Tensor exact_attention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, const torch::Tensor& bias, int64_t groups,
+                              torch::Tensor* mass = nullptr);
+
 // Whether attention runs in ATen's fused kernel (scaled_dot_product_attention) rather than
 // with its scores written out in fp32: in fp32 on any device; on a GPU in every dtype for a pass
 // over whole sequences (training, scoring, a prompt's prefill: no `past` tokens cached), whose

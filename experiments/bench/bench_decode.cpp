@@ -15,7 +15,6 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -34,6 +33,7 @@
 #include "models/fused_matmul.h"
 #include "models/generate.h"
 #include "models/gguf_import.h"
+#include "models/llama.h"
 
 using namespace citeforge;
 using nlohmann::json;
@@ -157,15 +157,7 @@ json attention_rows(const models::ModelConfig& c, int reps) {
     auto v = torch::randn({batch, c.num_kv_heads, slots, D}).to(bf16);
     auto bias = torch::zeros({batch, 1, 1, slots});
     auto kernel = [&] { models::decode_attention_cpu(q, k, v, bias, groups); };
-    auto exact = [&] {
-      auto stacked = q.reshape({batch, c.num_kv_heads, groups, D});
-      auto scores = torch::matmul(stacked, k.transpose(-2, -1))
-                        .view({batch, c.num_heads, 1, slots})
-                        .to(torch::kFloat32) /
-                    std::sqrt(double(D));
-      auto probs = torch::softmax(scores + bias, -1);
-      torch::matmul(probs.to(bf16).view({batch, c.num_kv_heads, groups, slots}), v);
-    };
+    auto exact = [&] { models::exact_attention(q, k, v, bias, groups); };
     auto per_call = [&](const std::function<void()>& f) {
       f();
       std::vector<double> t;

@@ -10,25 +10,14 @@
 #include "models/cpu_attention.h"
 #include "models/cpu_matvec.h"
 #include "models/fused_matmul.h"
+#include "tests/models/cpu_kernel_paths.h"
 
 using namespace citeforge;
 using models::CpuIsa;
+using testing::KernelSettings;
+using testing::runnable_paths;
 
 namespace {
-
-struct KernelSettings {
-  ~KernelSettings() {
-    models::force_cpu_isa(std::nullopt);
-    models::set_fused_decoding(true);
-  }
-};
-
-std::vector<CpuIsa> runnable_paths() {
-  std::vector<CpuIsa> paths{CpuIsa::portable};
-  for (CpuIsa isa : {CpuIsa::avx2, CpuIsa::avx512})
-    if (int(models::detected_cpu_isa()) >= int(isa)) paths.push_back(isa);
-  return paths;
-}
 
 // The exact attention of models/llama.cpp in ATen operators: the group's queries stacked per kv
 // head, scores in the inputs' dtype then fp32, the fp32 softmax of scores + bias, probabilities

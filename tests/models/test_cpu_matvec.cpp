@@ -9,27 +9,14 @@
 #include "models/cpu_matvec.h"
 #include "models/fused_matmul.h"
 #include "models/linear.h"
+#include "tests/models/cpu_kernel_paths.h"
 
 using namespace citeforge;
 using models::CpuIsa;
+using testing::KernelSettings;
+using testing::runnable_paths;
 
 namespace {
-
-// Restores the detected path and fused decoding when a test ends.
-struct KernelSettings {
-  ~KernelSettings() {
-    models::force_cpu_isa(std::nullopt);
-    models::set_fused_decoding(true);
-  }
-};
-
-std::vector<CpuIsa> runnable_paths() {
-  std::vector<CpuIsa> paths{CpuIsa::portable};
-  if (int(models::detected_cpu_isa()) >= int(CpuIsa::sse41)) paths.push_back(CpuIsa::sse41);
-  for (CpuIsa isa : {CpuIsa::avx2, CpuIsa::avx512})
-    if (int(models::detected_cpu_isa()) >= int(isa)) paths.push_back(isa);
-  return paths;
-}
 
 // |kernel - reference| allowed per output, in fp64: the activations are rounded to 1/8191 of
 // their block's largest value (error at most half of that) and the weights by at most

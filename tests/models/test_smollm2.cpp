@@ -16,6 +16,7 @@
 #include "models/gguf_import.h"
 #include "models/safetensors.h"
 #include "models/tokenizer.h"
+#include "tests/models/cpu_kernel_paths.h"
 #include "tests/support/test_paths.h"
 
 using namespace citeforge;
@@ -37,6 +38,17 @@ std::string fixture(const std::string& name) {
 
 std::vector<int64_t> ids_of(const json& j) {
   return j.get<std::vector<int64_t>>();
+}
+
+// greedy.json's two prompts, each also cut to its first half: 4 places to start decoding from.
+std::vector<std::vector<int64_t>> greedy_prompts(const json& greedy) {
+  std::vector<std::vector<int64_t>> prompts;
+  for (const char* p : {"prompt0", "prompt1"}) {
+    auto ids = ids_of(greedy[p]["prompt_ids"]);
+    prompts.push_back(ids);
+    prompts.emplace_back(ids.begin(), ids.begin() + int64_t(ids.size()) / 2);
+  }
+  return prompts;
 }
 
 // Compares every case; reports how many differ and the first few, rather than stopping at one.
@@ -167,9 +179,7 @@ TEST_CASE(
     "attention follows dequantise-then-matmul and the exact attention and parts from it at most "
     "once and only at a near tie",
     "[models][smollm2][cpu_matvec][cpu_attention]") {
-  struct Restore {
-    ~Restore() { models::set_fused_decoding(true); }
-  } restore;
+  testing::KernelSettings restore;
   models::LoadOptions options;
   options.nf4 = true;
   options.dtype = torch::kBFloat16;
@@ -182,13 +192,7 @@ TEST_CASE(
   models::SamplingOptions sampling;
   sampling.max_new_tokens = 32;
   sampling.eos_ids = {-1};
-  // The fixtures' prompts, each also cut short: 4 places to start decoding from.
-  std::vector<std::vector<int64_t>> prompts;
-  for (const char* p : {"prompt0", "prompt1"}) {
-    auto ids = ids_of(greedy[p]["prompt_ids"]);
-    prompts.push_back(ids);
-    prompts.emplace_back(ids.begin(), ids.begin() + int64_t(ids.size()) / 2);
-  }
+  const auto prompts = greedy_prompts(greedy);
   int divergent = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     INFO("prompt " << i);
@@ -222,9 +226,7 @@ TEST_CASE(
     "greedy decoding of SmolLM2's NF4 base gives the same tokens with the fused CPU kernels "
     "as with dequantise-then-matmul, and logits within a measured bound",
     "[models][smollm2][cpu_matvec]") {
-  struct Restore {
-    ~Restore() { models::set_fused_decoding(true); }
-  } restore;
+  testing::KernelSettings restore;
   models::LoadOptions options;
   options.nf4 = true;
   auto model = models::load_model(models::gguf_model_dir(gguf_path()), options);
@@ -232,13 +234,8 @@ TEST_CASE(
   torch::NoGradGuard no_grad;
   auto greedy = json::parse(read_file(fixture("greedy.json")));
   auto expected = models::open_safetensors(fixture("logits.safetensors"));
-  // The fixtures' prompts, each also cut short, so the decoding starts from 6 different places.
-  std::vector<std::vector<int64_t>> prompts;
-  for (const char* p : {"prompt0", "prompt1"}) {
-    auto ids = ids_of(greedy[p]["prompt_ids"]);
-    prompts.push_back(ids);
-    prompts.emplace_back(ids.begin(), ids.begin() + int64_t(ids.size()) / 2);
-  }
+  // greedy.json's prompts and the logits fixture's: decoding starts from 7 different places.
+  auto prompts = greedy_prompts(greedy);
   for (int i = 0; i < 3; ++i) {
     auto ids = expected.get("prompt" + std::to_string(i) + ".input_ids");
     prompts.emplace_back(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
