@@ -16,7 +16,8 @@ difference, naming it.
 only the results.json records and checkpoints both have, and the training records of
 metrics.jsonl by (stage, step or iteration), the last one logged winning as in a resumed run;
 resume events are left out. OLD may be a copy of a run's results.json, metrics.jsonl and
-checkpoints alone (a recorded run in experiments/)."""
+checkpoints alone (a recorded run in experiments/). A record that kept results.json only
+(experiments/demo/runs/) is compared on it alone: the output says which parts OLD lacks."""
 
 import json
 import sys
@@ -28,7 +29,10 @@ TIMING_FIELDS = {"elapsed_s", "tokens_per_s", "rollout_s", "reference_value_s", 
 
 
 def results(run):
-    records = json.loads((run / "results.json").read_text())
+    path = run / "results.json"
+    if not path.is_file():
+        sys.exit(f"compare_runs: {path}: no such file (is {run} a run directory?)")
+    records = json.loads(path.read_text())
     return {(r["stage"], r["epoch"], r["test_set"]): r["metrics"] for r in records}
 
 
@@ -78,13 +82,17 @@ def main():
     for key in new_results.keys() - old_results.keys():
         problems.append(f"results.json: {key} only in {new}")
 
+    # A recorded run may keep results.json alone: what OLD lacks is said, not compared.
+    lacking = [part for part in ("checkpoints", "metrics.jsonl") if not (old / part).exists()]
     files = sorted(p.relative_to(old) for p in (old / "checkpoints").rglob("*.safetensors"))
     if partial:
         files = [f for f in files if (new / f).exists()]
     for f in files:
         if not (new / f).exists() or (old / f).read_bytes() != (new / f).read_bytes():
             problems.append(f"{f} differs")
-    if partial:
+    if "metrics.jsonl" in lacking:
+        old_log = []
+    elif partial:
         old_records, new_records = training_records(old), training_records(new)
         old_log = [k for k in old_records if k in new_records]
         for k in old_log:
@@ -99,6 +107,8 @@ def main():
           + (f"; metrics only in the new run: {', '.join(sorted(added))}" if added else ""))
     print(f"checkpoints: {len(files)} .safetensors files compared byte for byte")
     print(f"metrics.jsonl: {len(old_log)} records compared without timings")
+    if lacking:
+        print(f"not compared, {old} has none: {', '.join(lacking)}")
     for p in problems:
         print("DIFFERENT: " + p)
     print("identical" if not problems else f"{len(problems)} differences")
