@@ -274,6 +274,17 @@ json generate_part(const std::string& dir, const Workload& w, int reps) {
   return {{"prompt_tokens", kPromptTokens}, {"new_tokens", kNewTokens}, {"rows", rows}};
 }
 
+// The prompts' forward pass as a rollout runs it (adapters on, no dropout, left-padded batch),
+// and no decoding step.
+void prefill_only(models::LlamaForCausalLM& policy, const std::vector<std::vector<int64_t>>& prompts) {
+  models::SamplingOptions options;
+  options.max_new_tokens = 0;
+  const bool was_training = policy->is_training();
+  policy->eval();
+  models::generate(policy, prompts, options);
+  if (was_training) policy->train();
+}
+
 // One PPO iteration as the demo runs it: rollout of the batch at temperature 0.7, then the
 // learner's reference, value and scoring pass and one epoch of minibatch updates.
 json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
@@ -293,7 +304,7 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
     auto learner = trainer::make_ppo_learner(
         policy, models::ValueHead(models::width_scaled_value_head(policy->config.hidden_size)),
         config, tokenizer.eos_id());
-    std::vector<double> rollout_s, update_s, answer_tokens;
+    std::vector<double> rollout_s, prefill_s, update_s, answer_tokens;
     for (int i = 0; i <= reps; ++i) {  // the first is the warm-up
       trainer::RolloutOptions options;
       options.temperature = 0.7;
@@ -302,12 +313,17 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
       trainer::Trajectories batch;
       const double roll =
           seconds([&] { batch = trainer::rollout(policy, format, w.ppo_examples, options, {}); });
+      // The rollout's prefill alone: the same prompts through generate with no new token (the
+      // prompts' forward pass and the last position's logits), so the table can say how much of
+      // the rollout the decoding steps are.
+      const double prefill = seconds([&] { prefill_only(policy, w.ppo_prompts); });
       trainer::PpoStats stats;
       const double update =
           seconds([&] { stats = trainer::ppo_update(learner, batch, 3 + i, i + 1); });
       if (i == 0) continue;
       answer_tokens.push_back(stats.response_tokens);
       rollout_s.push_back(roll);
+      prefill_s.push_back(prefill);
       update_s.push_back(update);
     }
     const double roll = median(rollout_s), update = median(update_s);
@@ -316,12 +332,20 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
                     {"lora_r", r},
                     {"seconds", roll + update},
                     {"rollout_s", roll},
+                    {"rollout_prefill_s", median(prefill_s)},
                     {"learner_s", update},
                     {"answer_tokens_mean", median(answer_tokens)}});
     std::fprintf(stderr, "ppo %s %s r%d: rollout %.3f s, learner %.3f s\n", nf4 ? "nf4" : "dense",
                  dtype_name(), r, roll, update);
   }
+  int64_t widest = 0, tokens = 0;
+  for (const auto& p : w.ppo_prompts) {
+    widest = std::max<int64_t>(widest, int64_t(p.size()));
+    tokens += int64_t(p.size());
+  }
   return {{"batch", kPpoBatch},
+          {"prompt_tokens", tokens},
+          {"prompt_slots", widest * int64_t(w.ppo_prompts.size())},  // left-padded to the longest
           {"minibatch", kPpoMinibatch},
           {"ppo_epochs", 1},
           {"new_tokens", kNewTokens},

@@ -48,6 +48,8 @@ SHORT = {"float32": "fp32", "bfloat16": "bf16"}
 
 
 def main():
+    if len(sys.argv) != 3 or not Path(sys.argv[1]).is_dir():
+        sys.exit("usage: side_by_side_table.py WORK_DIR COMMAND (WORK_DIR: the parts' JSON)")
     work, command = Path(sys.argv[1]), sys.argv[2]
     cf = {(p, d): load(work, f"citeforge_{p}_{d}") for p in ("sft", "generate", "ppo") for d in DTYPES}
     py = {(p, d): load(work, f"python_{p}_{d}") for p in ("sft", "generate", "ppo") for d in DTYPES}
@@ -151,6 +153,29 @@ def main():
     out.append("")
     out += table(("workload: tokens/s", "citeforge", "llama.cpp", "ratio"), llama_rows)
     out.append("")
+    # Where citeforge's PPO iteration goes: the rollout, and of it the prompts' prefill (the
+    # bench times generate with no new token on the same prompts), then the learner.
+    phase_rows = []
+    for dtype in DTYPES:
+        part = cf[("ppo", dtype)].get("ppo", {})
+        for row in part.get("rows", []):
+            if "rollout_prefill_s" not in row:
+                continue
+            phase_rows.append((f"{SHORT[dtype]}, {'NF4' if row['base'] == 'nf4' else 'dense'} "
+                               "base", fmt(row["rollout_s"]), fmt(row["rollout_prefill_s"]),
+                               fmt(row["rollout_s"] - row["rollout_prefill_s"]),
+                               fmt(row["learner_s"]), fmt(row["seconds"])))
+    if phase_rows:
+        ppo32 = cf[("ppo", "float32")].get("ppo", {})
+        out.append("citeforge's PPO iteration by phase (s): the rollout's prefill is `generate` "
+                   "with no new token on the same %s prompts (%s tokens, left-padded to %s "
+                   "slots), timed after each rollout; the rest of the rollout is its decoding "
+                   "steps and sampling:" % (ppo32.get("batch", "?"), ppo32.get("prompt_tokens", "?"),
+                                             ppo32.get("prompt_slots", "?")))
+        out.append("")
+        out += table(("setting", "rollout", "of it prefill", "of it the rest", "learner",
+                      "iteration"), phase_rows)
+        out.append("")
     out.append("Peak resident memory of each part's process (MiB):")
     out.append("")
     rss_rows = []
