@@ -338,14 +338,22 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
     std::fprintf(stderr, "ppo %s %s r%d: rollout %.3f s, learner %.3f s\n", nf4 ? "nf4" : "dense",
                  dtype_name(), r, roll, update);
   }
-  int64_t widest = 0, tokens = 0;
+  // The prompts' sizes: their tokens, the slots of the left-padded batch, and the leading tokens
+  // they all share (chat header and instruction), which a prefill computes once per prompt.
+  int64_t widest = 0, tokens = 0, shared = int64_t(w.ppo_prompts.front().size());
   for (const auto& p : w.ppo_prompts) {
     widest = std::max<int64_t>(widest, int64_t(p.size()));
     tokens += int64_t(p.size());
+    const auto& first = w.ppo_prompts.front();
+    int64_t same = 0;
+    while (same < shared && same < int64_t(p.size()) && p[size_t(same)] == first[size_t(same)])
+      ++same;
+    shared = same;
   }
   return {{"batch", kPpoBatch},
           {"prompt_tokens", tokens},
           {"prompt_slots", widest * int64_t(w.ppo_prompts.size())},  // left-padded to the longest
+          {"prompt_shared_prefix", shared},
           {"minibatch", kPpoMinibatch},
           {"ppo_epochs", 1},
           {"new_tokens", kNewTokens},

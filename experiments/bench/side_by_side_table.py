@@ -169,9 +169,10 @@ def main():
         ppo32 = cf[("ppo", "float32")].get("ppo", {})
         out.append("citeforge's PPO iteration by phase (s): the rollout's prefill is `generate` "
                    "with no new token on the same %s prompts (%s tokens, left-padded to %s "
-                   "slots), timed after each rollout; the rest of the rollout is its decoding "
-                   "steps and sampling:" % (ppo32.get("batch", "?"), ppo32.get("prompt_tokens", "?"),
-                                             ppo32.get("prompt_slots", "?")))
+                   "slots; the first %s tokens of every prompt are the same), timed after each "
+                   "rollout; the rest of the rollout is its decoding steps and sampling:" % (
+                       ppo32.get("batch", "?"), ppo32.get("prompt_tokens", "?"),
+                       ppo32.get("prompt_slots", "?"), ppo32.get("prompt_shared_prefix", "?")))
         out.append("")
         out += table(("setting", "rollout", "of it prefill", "of it the rest", "learner",
                       "iteration"), phase_rows)
