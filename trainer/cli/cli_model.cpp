@@ -49,21 +49,34 @@ Quantization base_quantization(const CliArgs& cli, const std::string& command,
   return quantization;
 }
 
+Dtype cli_model_dtype(const CliArgs& cli, const std::string& command,
+                      const CliModelDefaults& defaults) {
+  auto dtype = cli.get("dtype");
+  return dtype ? parse_choice<Dtype>(*dtype, command + ": --dtype") : defaults.dtype;
+}
+
 CliModel load_cli_model(const CliArgs& cli, const std::string& command,
-                        void (*log)(const std::string&)) {
+                        void (*log)(const std::string&), const CliModelDefaults& defaults) {
   std::string model_dir = cli.require("model");
   const NonFiniteWeights non_finite = non_finite_weights(cli, command);
-  const Dtype dtype = parse_choice<Dtype>(cli.require("dtype"), command + ": --dtype");
+  const Dtype dtype = cli_model_dtype(cli, command, defaults);
   if (models::is_gguf_path(model_dir))
     model_dir = models::gguf_model_dir(
         model_dir, log, non_finite, dtype == Dtype::bfloat16 ? torch::kBFloat16 : torch::kFloat32);
-  const Quantization quantization = base_quantization(cli, command, log);
+  const Quantization quantization = base_quantization(cli, command, log, defaults.quantization);
   CliModel out;
-  out.model = load_base(model_dir, dtype, quantization, torch::kCPU, non_finite);
-  if (auto adapter = cli.get("adapter"))
-    models::load_peft_adapter(out.model, verified_adapter_dir(*adapter));
+  out.model = load_base(model_dir, dtype, quantization, defaults.device, non_finite);
+  out.dtype = dtype;
+  out.quantization = quantization;
+  if (auto adapter = cli.get("adapter")) {
+    auto loaded = models::load_peft_adapter(out.model, verified_adapter_dir(*adapter));
+    log("adapter " + *adapter + ": r " + std::to_string(loaded.config.spec.r) + " on " +
+        std::to_string(loaded.adapted.size()) + " layers");
+  }
   out.model->eval();
-  out.tokenizer = std::make_unique<models::Tokenizer>(models::find_tokenizer(model_dir));
+  // A command with a --tokenizer option (generate) may name another file than the model's own.
+  out.tokenizer = std::make_unique<models::Tokenizer>(
+      cli.has("tokenizer") ? cli.require("tokenizer") : models::find_tokenizer(model_dir));
   return out;
 }
 

@@ -20,7 +20,9 @@ namespace citeforge::trainer {
 
 struct CliModel {
   models::LlamaForCausalLM model{nullptr};
-  std::unique_ptr<models::Tokenizer> tokenizer;
+  std::unique_ptr<models::Tokenizer> tokenizer;  // the model's own, or --tokenizer's
+  Dtype dtype = Dtype::float32;                  // what it was loaded as
+  Quantization quantization = Quantization::none;
 };
 
 // The options that give the model (--model, --adapter, --quantization, --dtype, --chat,
@@ -42,8 +44,22 @@ Quantization base_quantization(const CliArgs& cli, const std::string& command,
 // --templates).
 attribution::YesNoJudge cli_judge(const CliArgs& cli, const CliModel& loaded);
 
-// `command` prefixes the errors; `log` prints the GGUF import's progress lines.
+// What a command loads when its options leave it open: where the model runs, its dtype when the
+// command's --dtype has no default, and the base's quantisation when neither --quantization nor
+// the adapter's run gives one.
+struct CliModelDefaults {
+  torch::Device device = torch::kCPU;
+  Dtype dtype = Dtype::float32;
+  Quantization quantization = Quantization::none;
+};
+
+// `command` prefixes the errors; `log` prints the GGUF import's progress lines and the adapter
+// it loads.
 CliModel load_cli_model(const CliArgs& cli, const std::string& command,
-                        void (*log)(const std::string&));
+                        void (*log)(const std::string&), const CliModelDefaults& defaults = {});
+
+// The dtype the model loads in: --dtype, else `defaults.dtype`.
+Dtype cli_model_dtype(const CliArgs& cli, const std::string& command,
+                      const CliModelDefaults& defaults);
 
 }  // namespace citeforge::trainer

@@ -6,18 +6,13 @@
 #include "common/error.h"
 #include "common/file_io.h"
 #include "models/chat_format.h"
-#include "models/checkpoint_io.h"
 #include "models/generate.h"
-#include "models/gguf_import.h"
-#include "models/peft_adapter.h"
 #include "models/safetensors.h"
 #include "models/tokenizer.h"
 #include "trainer/cli/cli_args.h"
 #include "trainer/cli/cli_model.h"
 #include "trainer/cli/commands.h"
 #include "trainer/config/config_choices.h"
-#include "trainer/run/policy.h"
-#include "trainer/run/run_checkpoint.h"
 
 namespace citeforge::trainer {
 
@@ -57,8 +52,6 @@ const CliCommand& generate_cli() {
 int command_generate(const Args& raw) {
   auto args = parse_cli(generate_cli(), raw);
   args.no_positional();
-  std::string model_dir = args.require("model");
-  const NonFiniteWeights non_finite = non_finite_weights(args, "generate");
   if (args.has("prompt") == args.has("prompt-file"))
     throw Error("generate: give exactly one of --prompt and --prompt-file");
   if (args.has("greedy") && (args.has("temperature") || args.has("top-p") || args.has("seed")))
@@ -71,25 +64,19 @@ int command_generate(const Args& raw) {
   const Device where = parse_choice<Device>(device_name, "generate: --device");
   if (where == Device::cuda && !torch::cuda::is_available())
     throw Error("generate: --device cuda: no CUDA device available");
-  const torch::Device device(where == Device::cuda ? torch::kCUDA : torch::kCPU);
-  const Dtype dtype = args.has("dtype")
-                          ? parse_choice<Dtype>(args.require("dtype"), "generate: --dtype")
-                          : (device.is_cuda() ? Dtype::bfloat16 : Dtype::float32);
+  // On a CPU an NF4 base in fp32, whose decoding kernels read the 4-bit codes; on a GPU a dense
+  // bf16 base.
+  CliModelDefaults defaults;
+  defaults.device = torch::Device(where == Device::cuda ? torch::kCUDA : torch::kCPU);
+  defaults.dtype = defaults.device.is_cuda() ? Dtype::bfloat16 : Dtype::float32;
+  defaults.quantization = defaults.device.is_cpu() ? Quantization::nf4 : Quantization::none;
   const auto log = [](const std::string& line) {
     std::fprintf(stderr, "[generate] %s\n", line.c_str());
   };
-  if (models::is_gguf_path(model_dir))
-    model_dir = models::gguf_model_dir(
-        model_dir, log, non_finite, dtype == Dtype::bfloat16 ? torch::kBFloat16 : torch::kFloat32);
-  const Quantization quantization = base_quantization(
-      args, "generate", log, device.is_cpu() ? Quantization::nf4 : Quantization::none);
-  auto model = load_base(model_dir, dtype, quantization, device, non_finite);
-  if (auto adapter = args.get("adapter")) {
-    auto loaded = models::load_peft_adapter(model, verified_adapter_dir(*adapter));
-    std::fprintf(stderr, "[generate] adapter %s: r %lld on %zu layers\n", adapter->c_str(),
-                 (long long)loaded.config.spec.r, loaded.adapted.size());
-  }
-  models::Tokenizer tokenizer(args.get_or("tokenizer", models::find_tokenizer(model_dir)));
+  CliModel loaded = load_cli_model(args, "generate", log, defaults);
+  auto& model = loaded.model;
+  const torch::Device device = defaults.device;
+  const models::Tokenizer& tokenizer = *loaded.tokenizer;
   if (tokenizer.vocab_size() > model->config.vocab_size)
     throw Error(tokenizer.path() + ": tokenizer has " + std::to_string(tokenizer.vocab_size()) +
                 " pieces but the model only " + std::to_string(model->config.vocab_size));
@@ -129,8 +116,8 @@ int command_generate(const Args& raw) {
                "[generate] %zu prompt + %zu new tokens in %.3f s: %.1f tokens/s (%s, %s base, %s, "
                "finish: %s)\n",
                ids.size(), generated, seconds, generated / std::max(seconds, 1e-9),
-               device_name.c_str(), quantization == Quantization::nf4 ? "NF4" : "dense",
-               choice_name(dtype), result[0].finish_reason.c_str());
+               device_name.c_str(), loaded.quantization == Quantization::nf4 ? "NF4" : "dense",
+               choice_name(loaded.dtype), result[0].finish_reason.c_str());
   return 0;
 }
 
