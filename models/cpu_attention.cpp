@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -59,10 +60,12 @@ CITEFORGE_INLINE float rounded(float x) {
   return static_cast<float>(T(x));
 }
 
-// The lanes folded in halves: lane l + width onto lane l, width 8, 4, 2, 1.
-CITEFORGE_INLINE float fold(float (&lanes)[kLanes]) {
+// The lanes folded in halves by `combine` (a sum unless told otherwise): lane l + width onto
+// lane l, width 8, 4, 2, 1.
+template <class Combine = std::plus<float>>
+CITEFORGE_INLINE float fold(float (&lanes)[kLanes], Combine combine = {}) {
   for (int width = kLanes / 2; width > 0; width /= 2)
-    for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+    for (int l = 0; l < width; ++l) lanes[l] = combine(lanes[l], lanes[l + width]);
   return lanes[0];
 }
 
@@ -91,7 +94,7 @@ CITEFORGE_INLINE float exp_of(float x) {
   return x < lowest ? 0.0f : (x == x ? y * two_to_n : x);
 }
 
-// The largest of x[0..n) and their sum, in the fixed lanes (slot s in lane s % 16).
+// The largest of x[0..n), in the fixed lanes (slot s in lane s % 16).
 CITEFORGE_INLINE float largest(const float* x, int64_t n) {
   float lanes[kLanes];
   std::fill(lanes, lanes + kLanes, -std::numeric_limits<float>::infinity());
@@ -99,9 +102,7 @@ CITEFORGE_INLINE float largest(const float* x, int64_t n) {
   for (; s + kLanes <= n; s += kLanes)
     for (int l = 0; l < kLanes; ++l) lanes[l] = std::max(lanes[l], x[s + l]);
   for (int l = 0; s + l < n; ++l) lanes[l] = std::max(lanes[l], x[s + l]);
-  for (int width = kLanes / 2; width > 0; width /= 2)
-    for (int l = 0; l < width; ++l) lanes[l] = std::max(lanes[l], lanes[l + width]);
-  return lanes[0];
+  return fold(lanes, [](float a, float b) { return std::max(a, b); });
 }
 
 CITEFORGE_INLINE float sum_of(const float* x, int64_t n) {
