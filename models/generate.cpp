@@ -33,6 +33,27 @@ AttentionInputs left_padded_inputs(const std::vector<int64_t>& lengths, int64_t 
   return {positions.to(device), mask.to(device)};
 }
 
+AttentionInputs after_shared_prefix_inputs(const std::vector<int64_t>& lengths, int64_t shared,
+                                           int64_t width, const torch::Device& device) {
+  AttentionInputs own = left_padded_inputs(lengths, width, torch::kCPU);
+  const int64_t B = static_cast<int64_t>(lengths.size());
+  auto positions = own.positions + shared * own.key_mask.to(torch::kInt64);
+  auto mask = torch::cat({torch::ones({B, shared}, torch::kBool), own.key_mask}, 1);
+  return {positions.to(device), mask.to(device)};
+}
+
+int64_t shared_prompt_prefix(const std::vector<std::vector<int64_t>>& prompts) {
+  if (prompts.empty()) return 0;
+  int64_t shared = static_cast<int64_t>(prompts.front().size()) - 1;
+  for (const auto& p : prompts) {
+    shared = std::min<int64_t>(shared, static_cast<int64_t>(p.size()) - 1);
+    int64_t same = 0;
+    while (same < shared && p[size_t(same)] == prompts.front()[size_t(same)]) ++same;
+    shared = same;
+  }
+  return std::max<int64_t>(shared, 0);
+}
+
 std::vector<Generation> generate(LlamaForCausalLM& model,
                                  const std::vector<std::vector<int64_t>>& prompts,
                                  const SamplingOptions& o, const TokenDecoder& decode) {
@@ -65,16 +86,47 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
                 " tokens) plus max_new_tokens exceeds the model's " +
                 std::to_string(config.context_length()) + " positions");
 
-  auto ids = torch::zeros({B, width}, torch::kInt64);
+  // With a shared prefix the cache holds it once per row in slots [0, shared), then each prompt's
+  // own tokens left-padded to `own_width`; without one, shared = 0 and this is the plain
+  // left-padded batch.
+  const int64_t shared =
+      o.share_prompt_prefix && B > 1 && !config.sliding_window ? shared_prompt_prefix(prompts) : 0;
+  std::vector<int64_t> own_lengths;
+  for (int64_t length : lengths) own_lengths.push_back(length - shared);
+  const int64_t own_width = width - shared;
+  auto ids = torch::zeros({B, own_width}, torch::kInt64);
   for (int64_t b = 0; b < B; ++b)
     ids[b]
-        .narrow(0, width - lengths[b], lengths[b])
-        .copy_(torch::tensor(prompts[b], torch::kInt64));
-  AttentionInputs inputs = left_padded_inputs(lengths, width, device);
+        .narrow(0, own_width - own_lengths[b], own_lengths[b])
+        .copy_(torch::tensor(std::vector<int64_t>(prompts[b].begin() + shared, prompts[b].end()),
+                             torch::kInt64));
+  AttentionInputs inputs = shared > 0
+                               ? after_shared_prefix_inputs(own_lengths, shared, own_width, device)
+                               : left_padded_inputs(own_lengths, own_width, device);
   torch::Tensor key_mask = inputs.key_mask;
   torch::Tensor next_position = torch::tensor(lengths, torch::kInt64).to(device).unsqueeze(1);
 
-  KVCache cache = make_kv_cache(config, B, width + o.max_new_tokens, params.front().options());
+  KVCache cache =
+      make_kv_cache(config, B, shared + own_width + o.max_new_tokens, params.front().options());
+  if (shared > 0) {
+    // The shared tokens through the model once, as a batch of one, then their keys and values
+    // into every row.
+    KVCache once = make_kv_cache(config, 1, shared, params.front().options());
+    const auto prefix = torch::tensor(
+        std::vector<int64_t>(prompts.front().begin(), prompts.front().begin() + shared),
+        torch::kInt64);
+    model->hidden_states(prefix.unsqueeze(0).to(device),
+                         {torch::arange(shared, torch::kInt64).unsqueeze(0).to(device), {}}, &once);
+    for (size_t layer = 0; layer < cache.keys.size(); ++layer) {
+      cache.keys[layer]
+          .narrow(2, 0, shared)
+          .copy_(once.keys[layer].expand_as(cache.keys[layer].narrow(2, 0, shared)));
+      cache.values[layer]
+          .narrow(2, 0, shared)
+          .copy_(once.values[layer].expand_as(cache.values[layer].narrow(2, 0, shared)));
+    }
+    cache.length = shared;
+  }
   std::vector<at::Generator> rngs;
   for (int64_t b = 0; b < B; ++b)
     rngs.push_back(at::detail::createCPUGenerator(o.seed * 1000003ULL +
@@ -90,7 +142,7 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
   // Logits in fp32 whatever the model's dtype, as the PPO learner computes them, so the
   // sampler's log-probabilities and the learner's agree on a bf16 model too.
   auto logits = model->logits(model->hidden_states(ids.to(device), inputs, &cache)
-                                  .select(1, width - 1)
+                                  .select(1, own_width - 1)
                                   .to(torch::kFloat32));
   for (int64_t step = 0; step < o.max_new_tokens; ++step) {
     // Everything but the chosen ids and their log-probabilities stays on the model's device:

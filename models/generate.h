@@ -23,7 +23,19 @@ struct SamplingOptions {
   // rows. A bf16 matmul over fewer rows can round differently, so a caller whose log-probs must
   // equal a later full-batch pass's to the bit (PPO's sampler) keeps the batch whole.
   bool drop_finished_rows = true;
+  // The leading tokens all prompts share (a chat header and an instruction, about a third of the
+  // demo's prompts) go through the model once, their keys and values copied to every row, and
+  // the rest of each prompt is prefilled on top: on a CPU, where the prefill's matmuls run at the
+  // machine's limit, that is the prefill work saved. Off by default for now: it changes the last
+  // bits of every prefill (other row counts and key lengths in the matmuls and the softmax), so
+  // of the recorded runs' answers. Ignored for a single prompt and for sliding-window models
+  // (their window counts slots, which no longer differ from positions by a constant).
+  bool share_prompt_prefix = false;
 };
+
+// The number of leading tokens that every prompt has in common, at most one less than the
+// shortest (so that each prompt keeps a token of its own, whose logits start its answer).
+int64_t shared_prompt_prefix(const std::vector<std::vector<int64_t>>& prompts);
 
 struct Generation {
   std::vector<int64_t> tokens;  // generated ids, EOS included when it ended the answer
@@ -42,5 +54,11 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
 // `width` slots. Positions of padding slots are 0.
 AttentionInputs left_padded_inputs(const std::vector<int64_t>& lengths, int64_t width,
                                    const torch::Device& device);
+
+// The same for prompts whose first `shared` tokens are already in the cache (slots [0, shared),
+// positions 0..shared-1): `lengths[i]` further tokens right-aligned in `width` slots after them.
+// Positions are those of the whole prompt; the key mask covers the shared slots too.
+AttentionInputs after_shared_prefix_inputs(const std::vector<int64_t>& lengths, int64_t shared,
+                                           int64_t width, const torch::Device& device);
 
 }  // namespace citeforge::models

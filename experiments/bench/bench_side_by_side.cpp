@@ -7,6 +7,10 @@
 //   build/bench_side_by_side --part sft|generate|ppo [--model FILE.gguf] [--threads N]
 //                            [--reps N] [--dtype float32|bfloat16] [--write-batch FILE.json]
 //                            [--batch 1|32] [--weights dense|nf4] [--profile FILE.json]
+//                            [--share-prefix on|off]
+//
+// --share-prefix on: the PPO part's rollouts prefill their prompts' shared leading tokens once
+// (ppo.share_prompt_prefix); off, the default, is what a run does unless configured.
 //
 // --dtype is the compute dtype of the base (LoRA adapters and the output layer's logits stay
 // fp32, as in a run with model.dtype: bfloat16). As in a run on a CPU, the NF4 base is
@@ -169,8 +173,9 @@ void write_batch(const std::string& path, const Workload& w) {
 }
 
 torch::Dtype compute_dtype = torch::kFloat32;
-int only_batch = 0;        // --batch: the generate part at this batch size only
-std::string only_weights;  // --weights dense|nf4: the generate part with these weights only
+int only_batch = 0;         // --batch: the generate part at this batch size only
+std::string only_weights;   // --weights dense|nf4: the generate part with these weights only
+bool share_prefix = false;  // --share-prefix on: the PPO part's rollouts share their prefix
 
 const char* dtype_name() {
   return compute_dtype == torch::kBFloat16 ? "bfloat16" : "float32";
@@ -276,9 +281,11 @@ json generate_part(const std::string& dir, const Workload& w, int reps) {
 
 // The prompts' forward pass as a rollout runs it (adapters on, no dropout, left-padded batch),
 // and no decoding step.
-void prefill_only(models::LlamaForCausalLM& policy, const std::vector<std::vector<int64_t>>& prompts) {
+void prefill_only(models::LlamaForCausalLM& policy,
+                  const std::vector<std::vector<int64_t>>& prompts) {
   models::SamplingOptions options;
   options.max_new_tokens = 0;
+  options.share_prompt_prefix = share_prefix;
   const bool was_training = policy->is_training();
   policy->eval();
   models::generate(policy, prompts, options);
@@ -310,6 +317,7 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
       options.temperature = 0.7;
       options.max_new_tokens = kNewTokens;
       options.seed = 5 + i;
+      options.share_prompt_prefix = share_prefix;
       trainer::Trajectories batch;
       const double roll =
           seconds([&] { batch = trainer::rollout(policy, format, w.ppo_examples, options, {}); });
@@ -351,6 +359,7 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
     shared = same;
   }
   return {{"batch", kPpoBatch},
+          {"share_prompt_prefix", share_prefix},
           {"prompt_tokens", tokens},
           {"prompt_slots", widest * int64_t(w.ppo_prompts.size())},  // left-padded to the longest
           {"prompt_shared_prefix", shared},
@@ -656,6 +665,10 @@ Flags parse_flags(int argc, char** argv) {
       only_weights = value;
     else if (flag == "--profile")
       f.profile = value;
+    else if (flag == "--share-prefix" && (value == "on" || value == "off"))
+      share_prefix = value == "on";
+    else if (flag == "--share-prefix")
+      throw Error("--share-prefix: expected on or off, got '" + value + "'");
     else if (flag == "--dtype" && (value == "bfloat16" || value == "float32"))
       compute_dtype = value == "bfloat16" ? torch::kBFloat16 : torch::kFloat32;
     else if (flag == "--dtype")

@@ -92,3 +92,83 @@ TEST_CASE("generate rejects impossible requests", "[models][generate][errors]") 
   o.stop_strings = {"x"};
   CHECK_THROWS_WITH(models::generate(s.model, {s.prompt}, o), Contains("need a decoder"));
 }
+
+TEST_CASE("the prompts' shared prefix leaves each prompt a token of its own",
+          "[models][generate][prefix]") {
+  using models::shared_prompt_prefix;
+  CHECK(shared_prompt_prefix({}) == 0);
+  CHECK(shared_prompt_prefix({{1, 2, 3}}) == 2);
+  CHECK(shared_prompt_prefix({{1, 2, 3, 4}, {1, 2, 3, 5, 6}}) == 3);
+  CHECK(shared_prompt_prefix({{1, 2, 3}, {1, 2, 3, 4}}) == 2);  // the shorter keeps its last
+  CHECK(shared_prompt_prefix({{1, 2, 3}, {1, 2, 3}}) == 2);
+  CHECK(shared_prompt_prefix({{1, 2}, {3, 2}}) == 0);
+  CHECK(shared_prompt_prefix({{1}, {1, 2}}) == 0);
+}
+
+TEST_CASE("after a shared prefix each row's own tokens keep their whole-prompt positions",
+          "[models][generate][prefix]") {
+  // Two prompts after 3 shared tokens: 2 and 4 own tokens in 4 slots.
+  auto inputs = models::after_shared_prefix_inputs({2, 4}, 3, 4, torch::kCPU);
+  CHECK(torch::equal(inputs.positions,
+                     torch::tensor({0, 0, 3, 4, 3, 4, 5, 6}, torch::kInt64).view({2, 4})));
+  auto expected = torch::tensor({1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1}, torch::kBool);
+  CHECK(torch::equal(inputs.key_mask, expected.view({2, 7})));
+}
+
+TEST_CASE("prefilling the prompts' shared prefix once decodes as the whole prompts do",
+          "[models][generate][prefix]") {
+  Stories s;
+  // Prompts with a long common start and endings of different lengths, so that both the shared
+  // slots and the padding after them are exercised.
+  std::vector<std::vector<int64_t>> prompts;
+  for (const char* text : {"Once upon a time, there was a little girl named Lily. She",
+                           "Once upon a time, there was a little girl named Lily. One day she saw",
+                           "Once upon a time, there was a little girl named Lily. Her mom"})
+    prompts.push_back(s.tokenizer.encode(text, true));
+  REQUIRE(models::shared_prompt_prefix(prompts) >= 10);
+  for (bool greedy : {true, false}) {
+    models::SamplingOptions whole;
+    whole.max_new_tokens = 16;
+    whole.eos_ids = {-1};
+    whole.greedy = greedy;
+    whole.temperature = 0.8;
+    whole.seed = 11;
+    models::SamplingOptions shared = whole;
+    shared.share_prompt_prefix = true;
+    auto a = models::generate(s.model, prompts, whole);
+    auto b = models::generate(s.model, prompts, shared);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      INFO((greedy ? "greedy" : "sampled") << ", prompt " << i);
+      CHECK(b[i].tokens == a[i].tokens);
+      for (size_t t = 0; t < a[i].logprobs.size(); ++t)
+        CHECK(b[i].logprobs[t] == Approx(a[i].logprobs[t]).margin(1e-4));
+    }
+  }
+}
+
+TEST_CASE("a shared prefix decodes as the whole prompts in bf16, and a sliding window ignores it",
+          "[models][generate][prefix]") {
+  std::vector<std::vector<int64_t>> prompts = {
+      {1, 5, 9, 4, 7, 2, 8}, {1, 5, 9, 4, 7, 3}, {1, 5, 9, 4, 7, 6, 10, 12, 3}};
+  for (const char* name : {"llama_bf16", "mistral_sliding"}) {
+    auto model =
+        models::load_model(testing::source_path(std::string("tests/fixtures/models/") + name));
+    models::SamplingOptions whole;
+    whole.max_new_tokens = 12;
+    whole.eos_ids = {-1};
+    models::SamplingOptions shared = whole;
+    shared.share_prompt_prefix = true;
+    auto a = models::generate(model, prompts, whole);
+    auto b = models::generate(model, prompts, shared);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      INFO(name << " prompt " << i);
+      CHECK(b[i].tokens == a[i].tokens);
+      for (size_t t = 0; t < a[i].logprobs.size(); ++t) {
+        if (std::string(name) == "mistral_sliding")
+          CHECK(b[i].logprobs[t] == a[i].logprobs[t]);  // the option is ignored: the same bits
+        else
+          CHECK(b[i].logprobs[t] == Approx(a[i].logprobs[t]).margin(1e-3));
+      }
+    }
+  }
+}

@@ -242,6 +242,7 @@ void visit_ppo(V& v, PpoSection& p) {
   v.field("temperature", p.temperature);
   v.field("top_p", p.top_p);
   v.field("max_new_tokens", p.max_new_tokens);
+  v.field("share_prompt_prefix", p.share_prompt_prefix);
   v.field("gamma", p.gamma);
   v.field("lambda", p.lam);
   v.field("clip_range", p.clip_range);

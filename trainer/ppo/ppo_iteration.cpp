@@ -33,6 +33,7 @@ RolloutOptions ppo_rollout_options(const RunConfig& config, const std::string& s
   options.top_p = c.top_p;
   options.max_new_tokens = c.max_new_tokens;
   options.missing_eos_penalty = c.missing_eos_penalty;
+  options.share_prompt_prefix = c.share_prompt_prefix;
   options.seed = data::derive_seed(config.seed, stage + "/sample/" + std::to_string(it));
   return options;
 }

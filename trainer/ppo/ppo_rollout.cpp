@@ -38,6 +38,7 @@ Trajectories rollout(models::LlamaForCausalLM& policy, const PromptFormat& forma
   sampling.temperature = options.temperature;
   sampling.top_p = options.top_p;
   sampling.max_new_tokens = options.max_new_tokens;
+  sampling.share_prompt_prefix = options.share_prompt_prefix;
   sampling.seed = options.seed;
   sampling.first_row = options.first_row;
   sampling.eos_ids = {format.tokenizer->eos_id()};

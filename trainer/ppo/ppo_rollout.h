@@ -41,6 +41,7 @@ struct RolloutOptions {
   // Subtracted from the reward of an answer cut at max_new_tokens (TRL's missing_eos_penalty);
   // 0 = none.
   double missing_eos_penalty = 0;
+  bool share_prompt_prefix = false;  // models::SamplingOptions::share_prompt_prefix
 };
 
 // The reward of one sampled answer: (precision + recall) / 2, minus missing_eos_penalty when the

@@ -46,9 +46,10 @@ std::vector<std::vector<int64_t>> mixed_prompts() {
 // Samples answers and packs them as a rollout would; the reward is left to the caller.
 trainer::Trajectories sample(models::LlamaForCausalLM& policy,
                              const std::vector<std::vector<int64_t>>& prompts, double temperature,
-                             int64_t max_new_tokens, const std::vector<int64_t>& eos,
-                             uint64_t seed) {
+                             int64_t max_new_tokens, const std::vector<int64_t>& eos, uint64_t seed,
+                             bool share_prompt_prefix = false) {
   models::SamplingOptions o;
+  o.share_prompt_prefix = share_prompt_prefix;
   o.greedy = false;
   o.temperature = temperature;
   o.max_new_tokens = max_new_tokens;
@@ -140,6 +141,25 @@ TEST_CASE("ppo learner: its log-probs and values sit where the sampler drew each
   CHECK(worst_alone < 1e-4);
   CHECK(worst_value < 1e-4);
   CHECK(packed.mask.sum().item<double>() == Approx(stats.response_tokens * 6));
+}
+
+TEST_CASE("ppo learner: a sampler that prefilled the prompts' shared prefix once agrees with it",
+          "[trainer][ppo][prefix]") {
+  auto policy = small_policy(5);
+  // The mixed prompts behind a common start of 9 tokens, so the sampler's prefill computes those
+  // once and the rest of each prompt on top, where the learner runs every sequence whole.
+  std::vector<std::vector<int64_t>> prompts;
+  for (auto p : mixed_prompts()) {
+    std::vector<int64_t> q{1, 9, 14, 21, 30, 11, 40, 17, 25};
+    q.insert(q.end(), p.begin() + 1, p.end());
+    prompts.push_back(q);
+  }
+  REQUIRE(models::shared_prompt_prefix(prompts) == 9);
+  auto batch = sample(policy, prompts, 0.7, 10, {2, 3, 4, 5, 6, 7}, 21, /*share=*/true);
+  auto learner = learner_for(policy, ppo_config(0.7));
+  trainer::PpoStats stats;
+  trainer::score_batch(learner, batch, stats, 1);
+  CHECK(stats.logprob_gap_max < 1e-4);
 }
 
 TEST_CASE("ppo learner: fresh adapters start at zero KL and ratio 1", "[trainer][ppo]") {
