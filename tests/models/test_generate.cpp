@@ -151,8 +151,11 @@ TEST_CASE("a shared prefix decodes as the whole prompts in bf16, and a sliding w
   std::vector<std::vector<int64_t>> prompts = {
       {1, 5, 9, 4, 7, 2, 8}, {1, 5, 9, 4, 7, 3}, {1, 5, 9, 4, 7, 6, 10, 12, 3}};
   for (const char* name : {"llama_bf16", "mistral_sliding"}) {
-    auto model =
-        models::load_model(testing::source_path(std::string("tests/fixtures/models/") + name));
+    // The bf16 fixture computes in bf16 here (its own weights' dtype), the other in fp32.
+    models::LoadOptions load;
+    if (std::string(name) == "llama_bf16") load.dtype = torch::kBFloat16;
+    auto model = models::load_model(
+        testing::source_path(std::string("tests/fixtures/models/") + name), load);
     models::SamplingOptions whole;
     whole.max_new_tokens = 12;
     whole.eos_ids = {-1};
