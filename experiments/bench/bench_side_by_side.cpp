@@ -347,17 +347,13 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
                  dtype_name(), r, roll, update);
   }
   // The prompts' sizes: their tokens, the slots of the left-padded batch, and the leading tokens
-  // they all share (chat header and instruction), which a prefill computes once per prompt.
-  int64_t widest = 0, tokens = 0, shared = int64_t(w.ppo_prompts.front().size());
+  // they all share (chat header and instruction), which --share-prefix on prefills once.
+  int64_t widest = 0, tokens = 0;
   for (const auto& p : w.ppo_prompts) {
     widest = std::max<int64_t>(widest, int64_t(p.size()));
     tokens += int64_t(p.size());
-    const auto& first = w.ppo_prompts.front();
-    int64_t same = 0;
-    while (same < shared && same < int64_t(p.size()) && p[size_t(same)] == first[size_t(same)])
-      ++same;
-    shared = same;
   }
+  const int64_t shared = models::shared_prompt_prefix(w.ppo_prompts);
   return {{"batch", kPpoBatch},
           {"share_prompt_prefix", share_prefix},
           {"prompt_tokens", tokens},

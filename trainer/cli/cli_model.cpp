@@ -49,17 +49,13 @@ Quantization base_quantization(const CliArgs& cli, const std::string& command,
   return quantization;
 }
 
-Dtype cli_model_dtype(const CliArgs& cli, const std::string& command,
-                      const CliModelDefaults& defaults) {
-  auto dtype = cli.get("dtype");
-  return dtype ? parse_choice<Dtype>(*dtype, command + ": --dtype") : defaults.dtype;
-}
-
 CliModel load_cli_model(const CliArgs& cli, const std::string& command,
                         void (*log)(const std::string&), const CliModelDefaults& defaults) {
   std::string model_dir = cli.require("model");
   const NonFiniteWeights non_finite = non_finite_weights(cli, command);
-  const Dtype dtype = cli_model_dtype(cli, command, defaults);
+  const auto dtype_option = cli.get("dtype");  // the command's default, if its table has one
+  const Dtype dtype =
+      dtype_option ? parse_choice<Dtype>(*dtype_option, command + ": --dtype") : defaults.dtype;
   if (models::is_gguf_path(model_dir))
     model_dir = models::gguf_model_dir(
         model_dir, log, non_finite, dtype == Dtype::bfloat16 ? torch::kBFloat16 : torch::kFloat32);

@@ -58,8 +58,4 @@ struct CliModelDefaults {
 CliModel load_cli_model(const CliArgs& cli, const std::string& command,
                         void (*log)(const std::string&), const CliModelDefaults& defaults = {});
 
-// The dtype the model loads in: --dtype, else `defaults.dtype`.
-Dtype cli_model_dtype(const CliArgs& cli, const std::string& command,
-                      const CliModelDefaults& defaults);
-
 }  // namespace citeforge::trainer
