@@ -89,29 +89,28 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
   // With a shared prefix the cache holds it once per row in slots [0, shared), then each prompt's
   // own tokens left-padded to `own_width`; without one, shared = 0 and this is the plain
   // left-padded batch.
-  const int64_t shared =
-      o.share_prompt_prefix && B > 1 && !config.sliding_window ? shared_prompt_prefix(prompts) : 0;
+  const bool share = o.share_prompt_prefix && B > 1 && !config.sliding_window;
+  const int64_t shared = share ? shared_prompt_prefix(prompts) : 0;
   std::vector<int64_t> own_lengths;
   for (int64_t length : lengths) own_lengths.push_back(length - shared);
   const int64_t own_width = width - shared;
-  auto ids = torch::zeros({B, own_width}, torch::kInt64);
-  for (int64_t b = 0; b < B; ++b)
-    ids[b]
-        .narrow(0, own_width - own_lengths[b], own_lengths[b])
-        .copy_(torch::tensor(std::vector<int64_t>(prompts[b].begin() + shared, prompts[b].end()),
-                             torch::kInt64));
   AttentionInputs inputs = shared > 0
                                ? after_shared_prefix_inputs(own_lengths, shared, own_width, device)
                                : left_padded_inputs(own_lengths, own_width, device);
   torch::Tensor key_mask = inputs.key_mask;
   torch::Tensor next_position = torch::tensor(lengths, torch::kInt64).to(device).unsqueeze(1);
+  const auto own_tokens = [&](int64_t b) {
+    return torch::tensor(
+        std::vector<int64_t>(prompts[size_t(b)].begin() + shared, prompts[size_t(b)].end()),
+        torch::kInt64);
+  };
 
   KVCache cache =
       make_kv_cache(config, B, shared + own_width + o.max_new_tokens, params.front().options());
+  // The shared tokens through the model once, as a batch of one; their keys and values go into
+  // every row.
+  KVCache once = make_kv_cache(config, 1, shared, params.front().options());
   if (shared > 0) {
-    // The shared tokens through the model once, as a batch of one, then their keys and values
-    // into every row.
-    KVCache once = make_kv_cache(config, 1, shared, params.front().options());
     const auto prefix = torch::tensor(
         std::vector<int64_t>(prompts.front().begin(), prompts.front().begin() + shared),
         torch::kInt64);
@@ -127,6 +126,46 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
     }
     cache.length = shared;
   }
+  // The prefill needs the final hidden state of each prompt's last token. With the prefix shared
+  // on a CPU, each prompt's own tokens go through the model alone, on top of the shared keys and
+  // values, and then into their row of the batch's cache: a CPU runs matmuls of a hundred-odd
+  // rows each about as fast per row as one of all of them, and the padding a batch would carry
+  // (a quarter of the slots of the demo's PPO prompts after their shared prefix) is not
+  // computed. A GPU keeps the batch, whose padding costs it little.
+  torch::Tensor last_hidden;
+  if (share && device.is_cpu()) {
+    std::vector<torch::Tensor> last;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t own = own_lengths[size_t(b)];
+      KVCache row = make_kv_cache(config, 1, lengths[size_t(b)], params.front().options());
+      for (size_t layer = 0; layer < row.keys.size() && shared > 0; ++layer) {
+        row.keys[layer].narrow(2, 0, shared).copy_(once.keys[layer]);
+        row.values[layer].narrow(2, 0, shared).copy_(once.values[layer]);
+      }
+      row.length = shared;
+      const auto positions = torch::arange(shared, lengths[size_t(b)], torch::kInt64);
+      auto h = model->hidden_states(own_tokens(b).unsqueeze(0).to(device),
+                                    {positions.unsqueeze(0).to(device), {}}, &row);
+      last.push_back(h.select(1, own - 1));
+      for (size_t layer = 0; layer < row.keys.size(); ++layer) {
+        cache.keys[layer][b]
+            .narrow(1, shared + own_width - own, own)
+            .copy_(row.keys[layer][0].narrow(1, shared, own));
+        cache.values[layer][b]
+            .narrow(1, shared + own_width - own, own)
+            .copy_(row.values[layer][0].narrow(1, shared, own));
+      }
+    }
+    cache.length = shared + own_width;
+    last_hidden = torch::cat(last, 0);
+  } else {
+    auto ids = torch::zeros({B, own_width}, torch::kInt64);
+    for (int64_t b = 0; b < B; ++b)
+      ids[b]
+          .narrow(0, own_width - own_lengths[size_t(b)], own_lengths[size_t(b)])
+          .copy_(own_tokens(b));
+    last_hidden = model->hidden_states(ids.to(device), inputs, &cache).select(1, own_width - 1);
+  }
   std::vector<at::Generator> rngs;
   for (int64_t b = 0; b < B; ++b)
     rngs.push_back(at::detail::createCPUGenerator(o.seed * 1000003ULL +
@@ -138,12 +177,9 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
   // from it (see below), so row i of the logits belongs to prompt active[i].
   std::vector<int64_t> active(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) active[size_t(b)] = b;
-  // The prefill needs the logits of the last position only.
   // Logits in fp32 whatever the model's dtype, as the PPO learner computes them, so the
   // sampler's log-probabilities and the learner's agree on a bf16 model too.
-  auto logits = model->logits(model->hidden_states(ids.to(device), inputs, &cache)
-                                  .select(1, own_width - 1)
-                                  .to(torch::kFloat32));
+  auto logits = model->logits(last_hidden.to(torch::kFloat32));
   for (int64_t step = 0; step < o.max_new_tokens; ++step) {
     // Everything but the chosen ids and their log-probabilities stays on the model's device:
     // the host needs those for the EOS and stop checks, not the whole vocabulary.

@@ -1,5 +1,6 @@
 // Batched autoregressive decoding with a KV cache: prompts of different lengths are left-padded,
-// masked and given their own positions, so a batch decodes exactly like each prompt alone.
+// masked and given their own positions, so a batch decodes like each prompt alone: the same
+// tokens, log-probabilities equal up to the rounding of other matmul shapes (tests allow 1e-4).
 #pragma once
 
 #include <functional>
@@ -25,8 +26,9 @@ struct SamplingOptions {
   bool drop_finished_rows = true;
   // The leading tokens all prompts share (a chat header and an instruction, about a third of the
   // demo's prompts) go through the model once, their keys and values copied to every row, and
-  // the rest of each prompt is prefilled on top: on a CPU, where the prefill's matmuls run at the
-  // machine's limit, that is the prefill work saved. Off by default for now: it changes the last
+  // the rest of each prompt is prefilled on top; on a CPU each prompt's rest goes alone, so no
+  // padding is computed either. There the prefill's matmuls run at the machine's limit, so the
+  // work saved is the time saved. Off by default for now: it changes the last
   // bits of every prefill (other row counts and key lengths in the matmuls and the softmax), so
   // of the recorded runs' answers. Ignored for a single prompt and for sliding-window models
   // (their window counts slots, which no longer differ from positions by a constant).

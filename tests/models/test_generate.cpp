@@ -146,6 +146,30 @@ TEST_CASE("prefilling the prompts' shared prefix once decodes as the whole promp
   }
 }
 
+TEST_CASE("prompts with nothing in common are prefilled one at a time as the padded batch is",
+          "[models][generate][prefix]") {
+  // On a CPU the option prefills each prompt alone, without the padding; with no shared prefix
+  // that is all it changes.
+  Stories s;
+  std::vector<std::vector<int64_t>> prompts;
+  for (const char* text : {"The cat sat", "A dog ran to the big red ball and", "Tom"})
+    prompts.push_back(s.tokenizer.encode(text, false));
+  REQUIRE(models::shared_prompt_prefix(prompts) == 0);
+  models::SamplingOptions whole;
+  whole.max_new_tokens = 12;
+  whole.eos_ids = {-1};
+  models::SamplingOptions alone = whole;
+  alone.share_prompt_prefix = true;
+  auto a = models::generate(s.model, prompts, whole);
+  auto b = models::generate(s.model, prompts, alone);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    INFO("prompt " << i);
+    CHECK(b[i].tokens == a[i].tokens);
+    for (size_t t = 0; t < a[i].logprobs.size(); ++t)
+      CHECK(b[i].logprobs[t] == Approx(a[i].logprobs[t]).margin(1e-4));
+  }
+}
+
 TEST_CASE("a shared prefix decodes as the whole prompts in bf16, and a sliding window ignores it",
           "[models][generate][prefix]") {
   std::vector<std::vector<int64_t>> prompts = {
