@@ -18,6 +18,87 @@ bool contains_any(const std::string& text, const std::vector<std::string>& needl
   return best != std::string::npos;
 }
 
+// Where the prompts sit in the batch's cache: the `shared` leading tokens all of them have in
+// slots [0, shared) of every row, then each prompt's own tokens right-aligned in `own_width`
+// slots (left-padded).
+struct CacheLayout {
+  int64_t shared = 0;
+  int64_t own_width = 0;
+  std::vector<int64_t> own_lengths;
+};
+
+// Fills `cache` with the prompts as `layout` places them and returns the final hidden state of
+// each prompt's last token, [B, hidden]: all the prefill's logits need.
+torch::Tensor prefill(LlamaForCausalLM& model, const std::vector<std::vector<int64_t>>& prompts,
+                      const CacheLayout& layout, const AttentionInputs& inputs, bool rows_alone,
+                      KVCache& cache) {
+  const int64_t B = static_cast<int64_t>(prompts.size());
+  const int64_t shared = layout.shared, own_width = layout.own_width;
+  const auto options = cache.keys.front().options();
+  const torch::Device device = options.device();
+  const auto own_tokens = [&](int64_t b) {
+    return torch::tensor(
+        std::vector<int64_t>(prompts[size_t(b)].begin() + shared, prompts[size_t(b)].end()),
+        torch::kInt64);
+  };
+  // The shared tokens through the model once, as a batch of one; their keys and values go into
+  // every row.
+  KVCache once = make_kv_cache(model->config, 1, shared, options);
+  if (shared > 0) {
+    const auto prefix = torch::tensor(
+        std::vector<int64_t>(prompts.front().begin(), prompts.front().begin() + shared),
+        torch::kInt64);
+    model->hidden_states(prefix.unsqueeze(0).to(device),
+                         {torch::arange(shared, torch::kInt64).unsqueeze(0).to(device), {}}, &once);
+    for (size_t layer = 0; layer < cache.keys.size(); ++layer) {
+      cache.keys[layer]
+          .narrow(2, 0, shared)
+          .copy_(once.keys[layer].expand_as(cache.keys[layer].narrow(2, 0, shared)));
+      cache.values[layer]
+          .narrow(2, 0, shared)
+          .copy_(once.values[layer].expand_as(cache.values[layer].narrow(2, 0, shared)));
+    }
+    cache.length = shared;
+  }
+  if (!rows_alone) {
+    auto ids = torch::zeros({B, own_width}, torch::kInt64);
+    for (int64_t b = 0; b < B; ++b)
+      ids[b]
+          .narrow(0, own_width - layout.own_lengths[size_t(b)], layout.own_lengths[size_t(b)])
+          .copy_(own_tokens(b));
+    return model->hidden_states(ids.to(device), inputs, &cache).select(1, own_width - 1);
+  }
+  // Each prompt's own tokens through the model alone, on top of the shared keys and values, then
+  // into their row of the batch's cache: a CPU runs matmuls of a hundred-odd rows each about as
+  // fast per row as one of all of them, and the padding a batch would carry (a quarter of the
+  // slots of the demo's PPO prompts after their shared prefix) is not computed. A GPU keeps the
+  // batch, whose padding costs it little.
+  std::vector<torch::Tensor> last;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t own = layout.own_lengths[size_t(b)];
+    KVCache row = make_kv_cache(model->config, 1, shared + own, options);
+    for (size_t layer = 0; layer < row.keys.size() && shared > 0; ++layer) {
+      row.keys[layer].narrow(2, 0, shared).copy_(once.keys[layer]);
+      row.values[layer].narrow(2, 0, shared).copy_(once.values[layer]);
+    }
+    row.length = shared;
+    const auto positions = torch::arange(shared, shared + own, torch::kInt64);
+    auto h = model->hidden_states(own_tokens(b).unsqueeze(0).to(device),
+                                  {positions.unsqueeze(0).to(device), {}}, &row);
+    last.push_back(h.select(1, own - 1));
+    for (size_t layer = 0; layer < row.keys.size(); ++layer) {
+      cache.keys[layer][b]
+          .narrow(1, shared + own_width - own, own)
+          .copy_(row.keys[layer][0].narrow(1, shared, own));
+      cache.values[layer][b]
+          .narrow(1, shared + own_width - own, own)
+          .copy_(row.values[layer][0].narrow(1, shared, own));
+    }
+  }
+  cache.length = shared + own_width;
+  return torch::cat(last, 0);
+}
+
 }  // namespace
 
 AttentionInputs left_padded_inputs(const std::vector<int64_t>& lengths, int64_t width,
@@ -99,73 +180,10 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
                                : left_padded_inputs(own_lengths, own_width, device);
   torch::Tensor key_mask = inputs.key_mask;
   torch::Tensor next_position = torch::tensor(lengths, torch::kInt64).to(device).unsqueeze(1);
-  const auto own_tokens = [&](int64_t b) {
-    return torch::tensor(
-        std::vector<int64_t>(prompts[size_t(b)].begin() + shared, prompts[size_t(b)].end()),
-        torch::kInt64);
-  };
-
   KVCache cache =
       make_kv_cache(config, B, shared + own_width + o.max_new_tokens, params.front().options());
-  // The shared tokens through the model once, as a batch of one; their keys and values go into
-  // every row.
-  KVCache once = make_kv_cache(config, 1, shared, params.front().options());
-  if (shared > 0) {
-    const auto prefix = torch::tensor(
-        std::vector<int64_t>(prompts.front().begin(), prompts.front().begin() + shared),
-        torch::kInt64);
-    model->hidden_states(prefix.unsqueeze(0).to(device),
-                         {torch::arange(shared, torch::kInt64).unsqueeze(0).to(device), {}}, &once);
-    for (size_t layer = 0; layer < cache.keys.size(); ++layer) {
-      cache.keys[layer]
-          .narrow(2, 0, shared)
-          .copy_(once.keys[layer].expand_as(cache.keys[layer].narrow(2, 0, shared)));
-      cache.values[layer]
-          .narrow(2, 0, shared)
-          .copy_(once.values[layer].expand_as(cache.values[layer].narrow(2, 0, shared)));
-    }
-    cache.length = shared;
-  }
-  // The prefill needs the final hidden state of each prompt's last token. With the prefix shared
-  // on a CPU, each prompt's own tokens go through the model alone, on top of the shared keys and
-  // values, and then into their row of the batch's cache: a CPU runs matmuls of a hundred-odd
-  // rows each about as fast per row as one of all of them, and the padding a batch would carry
-  // (a quarter of the slots of the demo's PPO prompts after their shared prefix) is not
-  // computed. A GPU keeps the batch, whose padding costs it little.
-  torch::Tensor last_hidden;
-  if (share && device.is_cpu()) {
-    std::vector<torch::Tensor> last;
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t own = own_lengths[size_t(b)];
-      KVCache row = make_kv_cache(config, 1, lengths[size_t(b)], params.front().options());
-      for (size_t layer = 0; layer < row.keys.size() && shared > 0; ++layer) {
-        row.keys[layer].narrow(2, 0, shared).copy_(once.keys[layer]);
-        row.values[layer].narrow(2, 0, shared).copy_(once.values[layer]);
-      }
-      row.length = shared;
-      const auto positions = torch::arange(shared, lengths[size_t(b)], torch::kInt64);
-      auto h = model->hidden_states(own_tokens(b).unsqueeze(0).to(device),
-                                    {positions.unsqueeze(0).to(device), {}}, &row);
-      last.push_back(h.select(1, own - 1));
-      for (size_t layer = 0; layer < row.keys.size(); ++layer) {
-        cache.keys[layer][b]
-            .narrow(1, shared + own_width - own, own)
-            .copy_(row.keys[layer][0].narrow(1, shared, own));
-        cache.values[layer][b]
-            .narrow(1, shared + own_width - own, own)
-            .copy_(row.values[layer][0].narrow(1, shared, own));
-      }
-    }
-    cache.length = shared + own_width;
-    last_hidden = torch::cat(last, 0);
-  } else {
-    auto ids = torch::zeros({B, own_width}, torch::kInt64);
-    for (int64_t b = 0; b < B; ++b)
-      ids[b]
-          .narrow(0, own_width - own_lengths[size_t(b)], own_lengths[size_t(b)])
-          .copy_(own_tokens(b));
-    last_hidden = model->hidden_states(ids.to(device), inputs, &cache).select(1, own_width - 1);
-  }
+  const torch::Tensor last_hidden = prefill(model, prompts, {shared, own_width, own_lengths},
+                                            inputs, share && device.is_cpu(), cache);
   std::vector<at::Generator> rngs;
   for (int64_t b = 0; b < B; ++b)
     rngs.push_back(at::detail::createCPUGenerator(o.seed * 1000003ULL +
