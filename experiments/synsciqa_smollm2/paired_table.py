@@ -8,23 +8,26 @@ in results.json only, and this prints them beside the others.
     python3 experiments/synsciqa_smollm2/paired_table.py RUN_DIR > RUN_DIR/paired_tests.md
 
 The p-values are Holm-adjusted over every p-value the output shows (the family is this file),
-which is stricter than the run's tables, whose family is one test set's table. Only the
-standard library.
+which is stricter than the run's tables, whose family is one test set's table; the adjustment is
+`citeforge holm`'s (build/citeforge), the rule of those tables. Otherwise only the standard library.
 """
 import json
+import subprocess
 import sys
+from pathlib import Path
 
 ORDER = {"base": 0, "sft": 1, "ppo": 2, "sft+ppo": 3}
 METRICS = [("source_quality", "source quality"), ("f1", "F1"), ("precision", "precision")]
 
 
 def holm(ps):
-    order = sorted(range(len(ps)), key=lambda i: ps[i])
-    out, running = [None] * len(ps), 0.0
-    for k, i in enumerate(order):
-        running = max(running, min(1.0, (len(ps) - k) * ps[i]))
-        out[i] = running
-    return out
+    """Holm-adjusted p-values by `citeforge holm`, the rule the run's own tables use."""
+    if not ps:
+        return []
+    citeforge = Path(__file__).resolve().parents[2] / "build" / "citeforge"
+    result = subprocess.run([str(citeforge), "holm", *map(repr, ps)], check=True,
+                            capture_output=True, text=True)
+    return json.loads(result.stdout)["p_holm"]
 
 
 def pct(m):
@@ -79,7 +82,7 @@ def main():
         cells.append((set_name, correction, r, against, row))
     adjusted = holm(ps)
 
-    print(f"Paired tests of `{path}`: the mean per-question difference in points, its 95% paired "
+    print("Paired tests of the run's `results.json`: the mean per-question difference in points, its 95% paired "
           "bootstrap interval and the sign-flip p-value, Holm-adjusted over all "
           f"{len(ps)} p-values of this file.\n")
     current = None
