@@ -43,8 +43,9 @@ torch::Tensor prefill(LlamaForCausalLM& model, const std::vector<std::vector<int
   };
   // The shared tokens through the model once, as a batch of one; their keys and values go into
   // every row.
-  KVCache once = make_kv_cache(model->config, 1, shared, options);
+  KVCache once;
   if (shared > 0) {
+    once = make_kv_cache(model->config, 1, shared, options);
     const auto prefix = torch::tensor(
         std::vector<int64_t>(prompts.front().begin(), prompts.front().begin() + shared),
         torch::kInt64);
@@ -171,19 +172,19 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
   // own tokens left-padded to `own_width`; without one, shared = 0 and this is the plain
   // left-padded batch.
   const bool share = o.share_prompt_prefix && B > 1 && !config.sliding_window;
-  const int64_t shared = share ? shared_prompt_prefix(prompts) : 0;
-  std::vector<int64_t> own_lengths;
-  for (int64_t length : lengths) own_lengths.push_back(length - shared);
-  const int64_t own_width = width - shared;
-  AttentionInputs inputs = shared > 0
-                               ? after_shared_prefix_inputs(own_lengths, shared, own_width, device)
-                               : left_padded_inputs(own_lengths, own_width, device);
+  CacheLayout layout;
+  layout.shared = share ? shared_prompt_prefix(prompts) : 0;
+  layout.own_width = width - layout.shared;
+  for (int64_t length : lengths) layout.own_lengths.push_back(length - layout.shared);
+  AttentionInputs inputs =
+      layout.shared > 0
+          ? after_shared_prefix_inputs(layout.own_lengths, layout.shared, layout.own_width, device)
+          : left_padded_inputs(layout.own_lengths, layout.own_width, device);
   torch::Tensor key_mask = inputs.key_mask;
   torch::Tensor next_position = torch::tensor(lengths, torch::kInt64).to(device).unsqueeze(1);
-  KVCache cache =
-      make_kv_cache(config, B, shared + own_width + o.max_new_tokens, params.front().options());
-  const torch::Tensor last_hidden = prefill(model, prompts, {shared, own_width, own_lengths},
-                                            inputs, share && device.is_cpu(), cache);
+  KVCache cache = make_kv_cache(config, B, width + o.max_new_tokens, params.front().options());
+  const torch::Tensor last_hidden =
+      prefill(model, prompts, layout, inputs, share && device.is_cpu(), cache);
   std::vector<at::Generator> rngs;
   for (int64_t b = 0; b < B; ++b)
     rngs.push_back(at::detail::createCPUGenerator(o.seed * 1000003ULL +
