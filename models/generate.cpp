@@ -30,7 +30,7 @@ struct CacheLayout {
 // Fills `cache` with the prompts as `layout` places them and returns the final hidden state of
 // each prompt's last token, [B, hidden]: all the prefill's logits need.
 torch::Tensor prefill(LlamaForCausalLM& model, const std::vector<std::vector<int64_t>>& prompts,
-                      const CacheLayout& layout, const AttentionInputs& inputs, bool rows_alone,
+                      const CacheLayout& layout, const AttentionInputs& inputs, bool packed_rows,
                       KVCache& cache) {
   const int64_t B = static_cast<int64_t>(prompts.size());
   const int64_t shared = layout.shared, own_width = layout.own_width;
@@ -61,7 +61,7 @@ torch::Tensor prefill(LlamaForCausalLM& model, const std::vector<std::vector<int
     }
     cache.length = shared;
   }
-  if (!rows_alone) {
+  if (!packed_rows) {
     auto ids = torch::zeros({B, own_width}, torch::kInt64);
     for (int64_t b = 0; b < B; ++b)
       ids[b]
@@ -69,35 +69,24 @@ torch::Tensor prefill(LlamaForCausalLM& model, const std::vector<std::vector<int
           .copy_(own_tokens(b));
     return model->hidden_states(ids.to(device), inputs, &cache).select(1, own_width - 1);
   }
-  // Each prompt's own tokens through the model alone, on top of the shared keys and values, then
-  // into their row of the batch's cache: a CPU runs matmuls of a hundred-odd rows each about as
-  // fast per row as one of all of them, and the padding a batch would carry (a quarter of the
-  // slots of the demo's PPO prompts after their shared prefix) is not computed. A GPU keeps the
-  // batch, whose padding costs it little.
-  std::vector<torch::Tensor> last;
+  // The prompts' own tokens packed into one sequence, on top of the shared keys and values: each
+  // linear layer runs one matmul over all of them, and the padding a batch would carry (a
+  // quarter of the slots of the demo's PPO prompts after their shared prefix) is not computed;
+  // the attention runs prompt by prompt (models/llama.h, PackedRows). A GPU keeps the batch,
+  // whose padding costs it little.
+  std::vector<int64_t> ids, positions, last_of_row;
   for (int64_t b = 0; b < B; ++b) {
-    const int64_t own = layout.own_lengths[size_t(b)];
-    KVCache row = make_kv_cache(model->config, 1, shared + own, options);
-    for (size_t layer = 0; layer < row.keys.size() && shared > 0; ++layer) {
-      row.keys[layer].narrow(2, 0, shared).copy_(once.keys[layer]);
-      row.values[layer].narrow(2, 0, shared).copy_(once.values[layer]);
-    }
-    row.length = shared;
-    const auto positions = torch::arange(shared, shared + own, torch::kInt64);
-    auto h = model->hidden_states(own_tokens(b).unsqueeze(0).to(device),
-                                  {positions.unsqueeze(0).to(device), {}}, &row);
-    last.push_back(h.select(1, own - 1));
-    for (size_t layer = 0; layer < row.keys.size(); ++layer) {
-      cache.keys[layer][b]
-          .narrow(1, shared + own_width - own, own)
-          .copy_(row.keys[layer][0].narrow(1, shared, own));
-      cache.values[layer][b]
-          .narrow(1, shared + own_width - own, own)
-          .copy_(row.values[layer][0].narrow(1, shared, own));
-    }
+    const auto& p = prompts[size_t(b)];
+    ids.insert(ids.end(), p.begin() + shared, p.end());
+    for (int64_t at = shared; at < int64_t(p.size()); ++at) positions.push_back(at);
+    last_of_row.push_back(int64_t(ids.size()) - 1);
   }
-  cache.length = shared + own_width;
-  return torch::cat(last, 0);
+  AttentionInputs packed{torch::tensor(positions, torch::kInt64).unsqueeze(0).to(device),
+                         inputs.key_mask,
+                         {layout.own_lengths, own_width}};
+  const auto h = model->hidden_states(torch::tensor(ids, torch::kInt64).unsqueeze(0).to(device),
+                                      packed, &cache);
+  return h[0].index_select(0, torch::tensor(last_of_row, torch::kInt64).to(device));
 }
 
 }  // namespace

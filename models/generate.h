@@ -26,7 +26,8 @@ struct SamplingOptions {
   bool drop_finished_rows = true;
   // The leading tokens all prompts share (a chat header and an instruction, about a third of the
   // demo's prompts) go through the model once, their keys and values copied to every row, and
-  // the rest of each prompt is prefilled on top; on a CPU each prompt's rest goes alone, so no
+  // the rest of each prompt is prefilled on top; on a CPU the prompts' rests are packed into one
+  // sequence (one matmul a layer over all of them, the attention prompt by prompt), so no
   // padding is computed either. There the prefill's matmuls run at the machine's limit, so the
   // work saved is the time saved. Off by default for now: it changes the last
   // bits of every prefill (other row counts and key lengths in the matmuls and the softmax), so

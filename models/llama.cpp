@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/error.h"
 #include "models/cpu_attention.h"
 #include "models/grad_checkpoint.h"
 #include "models/rope.h"
@@ -103,9 +104,50 @@ AttentionImpl::AttentionImpl(const ModelConfig& c, bool allocate)
   }
 }
 
+namespace {
+
+// One batch's attention, by the path its shape and dtype take (see the kernels above).
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                     const torch::Tensor& bias, int64_t groups, int64_t past,
+                     torch::Tensor* attention_mass) {
+  const bool reads_attention = attention_mass != nullptr;
+  if (decode_attention_applies(q, k, q.size(2), reads_attention))
+    return decode_attention_cpu(q, k, v, bias, groups);
+  if (fused_attention_applies(q.scalar_type(), q.device(), past, reads_attention))
+    return fused_attention(q, k, v, bias, groups);
+  return exact_attention(q, k, v, bias, groups, attention_mass);
+}
+
+// Packed rows' keys and values into their rows of the cache, then each row's queries against
+// its row alone: the matmuls around this ran over all rows' tokens at once, the attention runs
+// row by row, so no row attends to another's tokens or computes padding queries.
+torch::Tensor packed_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, const torch::Tensor& bias, KVCache& cache,
+                               int64_t layer, int64_t groups, const PackedRows& packed) {
+  const int64_t past = cache.length, total = past + packed.width;
+  std::vector<torch::Tensor> rows;
+  int64_t offset = 0;
+  auto& keys = cache.keys[size_t(layer)];
+  auto& values = cache.values[size_t(layer)];
+  for (size_t b = 0; b < packed.lengths.size(); ++b) {
+    const int64_t row = int64_t(b), own = packed.lengths[b], first_slot = total - own;
+    keys[row].narrow(1, first_slot, own).copy_(k[0].narrow(1, offset, own));
+    values[row].narrow(1, first_slot, own).copy_(v[0].narrow(1, offset, own));
+    const auto row_bias = bias.narrow(0, row, 1).narrow(2, packed.width - own, own);
+    rows.push_back(attend(q.narrow(2, offset, own), keys.narrow(0, row, 1).narrow(2, 0, total),
+                          values.narrow(0, row, 1).narrow(2, 0, total), row_bias, groups,
+                          first_slot, nullptr));
+    offset += own;
+  }
+  return torch::cat(rows, 2);
+}
+
+}  // namespace
+
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                      const torch::Tensor& sin, const torch::Tensor& attn_bias,
-                                     KVCache* cache, int64_t layer, torch::Tensor* attention_mass) {
+                                     KVCache* cache, int64_t layer, torch::Tensor* attention_mass,
+                                     const PackedRows* packed) {
   const int64_t B = x.size(0), T = x.size(1);
   auto q = q_proj(x).view({B, T, num_heads, head_dim});
   auto k = k_proj(x).view({B, T, num_kv_heads, head_dim});
@@ -118,24 +160,25 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   auto v = v_proj(x).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
-  const int64_t past = cache ? cache->length : 0;
-  if (cache) {
-    TORCH_CHECK(past + T <= cache->capacity(), "KV cache full: ", past + T, " > ",
-                cache->capacity());
-    cache->keys[layer].narrow(2, past, T).copy_(k);
-    cache->values[layer].narrow(2, past, T).copy_(v);
-    k = cache->keys[layer].narrow(2, 0, past + T);
-    v = cache->values[layer].narrow(2, 0, past + T);
-  }
-  const bool reads_attention = attention_mass != nullptr;
   const int64_t groups = num_heads / num_kv_heads;
   torch::Tensor out;
-  if (decode_attention_applies(q, k, T, reads_attention))
-    out = decode_attention_cpu(q, k, v, attn_bias, groups);
-  else if (fused_attention_applies(q.scalar_type(), q.device(), past, reads_attention))
-    out = fused_attention(q, k, v, attn_bias, groups);
-  else
-    out = exact_attention(q, k, v, attn_bias, groups, attention_mass);
+  if (packed) {
+    TORCH_CHECK(cache && !attention_mass, "packed rows need a cache and read no attention");
+    TORCH_CHECK(cache->length + packed->width <= cache->capacity(),
+                "KV cache full: ", cache->length + packed->width, " > ", cache->capacity());
+    out = packed_attention(q, k, v, attn_bias, *cache, layer, groups, *packed);
+  } else {
+    const int64_t past = cache ? cache->length : 0;
+    if (cache) {
+      TORCH_CHECK(past + T <= cache->capacity(), "KV cache full: ", past + T, " > ",
+                  cache->capacity());
+      cache->keys[layer].narrow(2, past, T).copy_(k);
+      cache->values[layer].narrow(2, past, T).copy_(v);
+      k = cache->keys[layer].narrow(2, 0, past + T);
+      v = cache->values[layer].narrow(2, 0, past + T);
+    }
+    out = attend(q, k, v, attn_bias, groups, past, attention_mass);
+  }
   out = out.transpose(1, 2).reshape({B, T, num_heads * head_dim});
   return o_proj(out);
 }
@@ -161,8 +204,9 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, bool allocate) {
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                         const torch::Tensor& sin, const torch::Tensor& attn_bias,
                                         KVCache* cache, int64_t layer,
-                                        torch::Tensor* attention_mass) {
-  auto h = x + self_attn(input_layernorm(x), cos, sin, attn_bias, cache, layer, attention_mass);
+                                        torch::Tensor* attention_mass, const PackedRows* packed) {
+  auto h =
+      x + self_attn(input_layernorm(x), cos, sin, attn_bias, cache, layer, attention_mass, packed);
   return h + mlp(post_attention_layernorm(h));
 }
 
@@ -183,7 +227,11 @@ LlamaForCausalLMImpl::LlamaForCausalLMImpl(const ModelConfig& c, bool allocate_b
 torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids,
                                                   const AttentionInputs& inputs, KVCache* cache,
                                                   ForwardProbe* probe) {
-  const int64_t B = input_ids.size(0), T = input_ids.size(1);
+  const PackedRows* packed = inputs.packed.lengths.empty() ? nullptr : &inputs.packed;
+  if (packed && (!cache || probe || input_ids.size(0) != 1))
+    throw Error("hidden_states: packed rows are one sequence through a cache, with no probe");
+  const int64_t B = packed ? int64_t(packed->lengths.size()) : input_ids.size(0);
+  const int64_t T = packed ? packed->width : input_ids.size(1);
   const int64_t past = cache ? cache->length : 0;
   auto [cos, sin] = rope_tables(inputs.positions, config);
   auto h = model->embed_tokens(input_ids);
@@ -207,7 +255,7 @@ torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids
           [=](const torch::Tensor& x) { return layer->forward(x, cos, sin, bias, nullptr, 0); }, h);
     else
       h = layer->forward(h, cos, sin, bias, cache, int64_t(i),
-                         read_attention ? &probe->attention_mass : nullptr);
+                         read_attention ? &probe->attention_mass : nullptr, packed);
     if (probe && probe->keep_layer == int64_t(i)) {
       probe->layer_output = h;
       if (probe->stop_at_kept_layer) {

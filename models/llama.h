@@ -15,10 +15,22 @@
 
 namespace citeforge::models {
 
+// A batch's new tokens packed into one sequence, so that each linear layer runs one matmul over
+// all of them and none over padding (a CPU prefill after a shared prefix): row b's `lengths[b]`
+// tokens follow row b - 1's, go to the last lengths[b] of the `width` new slots of row b of the
+// cache, and attend to that row alone, as the left-padded batch of `width` would.
+struct PackedRows {
+  std::vector<int64_t> lengths;  // empty: not packed
+  int64_t width = 0;
+};
+
 // What one forward pass sees besides the token ids.
 struct AttentionInputs {
   torch::Tensor positions;  // [B, T] RoPE positions of the new tokens (int64)
   torch::Tensor key_mask;   // [B, past + T] bool: which key slots hold real tokens; undefined = all
+  // Set: the token ids and positions are [1, N] (N the lengths' sum), B and T above are the
+  // cache's rows and `packed.width`, and a cache is required.
+  PackedRows packed;
 };
 
 // What a forward pass can keep for reading the model instead of running it (citation
@@ -34,10 +46,12 @@ struct ForwardProbe {
 struct AttentionImpl : torch::nn::Module {
   AttentionImpl(const ModelConfig& config, bool allocate = true);
   // With `attention_mass`, the attention is computed with explicit probabilities (needs the
-  // bias) and their sum over heads, [B, T, S] in fp32, is added to it.
+  // bias) and their sum over heads, [B, T, S] in fp32, is added to it. With `packed`, x is
+  // [1, N, hidden] (see PackedRows), attn_bias the batch's [B, 1, width, S] and a cache needed.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& attn_bias, KVCache* cache, int64_t layer,
-                        torch::Tensor* attention_mass = nullptr);
+                        torch::Tensor* attention_mass = nullptr,
+                        const PackedRows* packed = nullptr);
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};  // over each head's dim (Qwen3); null elsewhere
@@ -57,7 +71,8 @@ struct DecoderLayerImpl : torch::nn::Module {
   DecoderLayerImpl(const ModelConfig& config, bool allocate = true);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& attn_bias, KVCache* cache, int64_t layer,
-                        torch::Tensor* attention_mass = nullptr);
+                        torch::Tensor* attention_mass = nullptr,
+                        const PackedRows* packed = nullptr);
 
   Attention self_attn{nullptr};
   Mlp mlp{nullptr};

@@ -146,10 +146,10 @@ TEST_CASE("prefilling the prompts' shared prefix once decodes as the whole promp
   }
 }
 
-TEST_CASE("prompts with nothing in common are prefilled one at a time as the padded batch is",
+TEST_CASE("prompts with nothing in common are packed into one sequence as the padded batch is",
           "[models][generate][prefix]") {
-  // On a CPU the option prefills each prompt alone, without the padding; with no shared prefix
-  // that is all it changes.
+  // On a CPU the option packs the prompts into one sequence, without the padding; with no shared
+  // prefix that is all it changes.
   Stories s;
   std::vector<std::vector<int64_t>> prompts;
   for (const char* text : {"The cat sat", "A dog ran to the big red ball and", "Tom"})

@@ -100,6 +100,69 @@ TEST_CASE("incremental decoding with the KV cache equals a full forward", "[mode
   }
 }
 
+TEST_CASE("packed rows fill the cache and give the hidden states of the padded batch",
+          "[models][llama][kv][prefix]") {
+  // Three rows after 4 cached slots: 2, 5 and 3 new tokens in a width of 5. Through the padded
+  // batch, then packed into one sequence of 10 tokens; the real tokens' hidden states and every
+  // real slot of the cache must agree (the padding slots of the packed cache stay empty).
+  for (const char* name : {"llama_tied", "llama_bf16"}) {
+    models::LoadOptions load;
+    if (std::string(name) == "llama_bf16") load.dtype = torch::kBFloat16;
+    auto model = models::load_model(
+        testing::source_path(std::string("tests/fixtures/models/") + name), load);
+    torch::NoGradGuard no_grad;
+    const std::vector<int64_t> own = {2, 5, 3};
+    const int64_t B = 3, past = 4, width = 5;
+    auto prefix = torch::randint(0, model->config.vocab_size, {1, past}, torch::kInt64);
+    auto rest = torch::randint(0, model->config.vocab_size, {B, width}, torch::kInt64);
+    const auto options = model->parameters().front().options();
+    auto fill_prefix = [&](models::KVCache& cache) {
+      models::AttentionInputs in{torch::arange(past, torch::kInt64).unsqueeze(0).expand({B, past}),
+                                 {}};
+      model->hidden_states(prefix.expand({B, past}), in, &cache);
+    };
+    const auto inputs = models::after_shared_prefix_inputs(own, past, width, torch::kCPU);
+    auto padded_cache = models::make_kv_cache(model->config, B, past + width, options);
+    fill_prefix(padded_cache);
+    auto padded = model->hidden_states(rest, inputs, &padded_cache);
+
+    auto packed_cache = models::make_kv_cache(model->config, B, past + width, options);
+    fill_prefix(packed_cache);
+    std::vector<torch::Tensor> ids, positions;
+    for (int64_t b = 0; b < B; ++b) {
+      ids.push_back(rest[b].narrow(0, width - own[size_t(b)], own[size_t(b)]));
+      positions.push_back(inputs.positions[b].narrow(0, width - own[size_t(b)], own[size_t(b)]));
+    }
+    models::AttentionInputs packed_inputs{
+        torch::cat(positions).unsqueeze(0), inputs.key_mask, {own, width}};
+    auto packed = model->hidden_states(torch::cat(ids).unsqueeze(0), packed_inputs, &packed_cache);
+    INFO(name);
+    REQUIRE(packed.sizes() == std::vector<int64_t>{1, 10, model->config.hidden_size});
+    CHECK(packed_cache.length == padded_cache.length);
+    const double tolerance = std::string(name) == "llama_bf16" ? 2e-2 : 1e-5;
+    int64_t offset = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t n = own[size_t(b)], first = width - n;
+      INFO("row " << b);
+      CHECK(max_abs_diff(packed[0].narrow(0, offset, n), padded[b].narrow(0, first, n)) <
+            tolerance);
+      for (size_t layer = 0; layer < padded_cache.keys.size(); ++layer) {
+        for (bool keys : {true, false}) {
+          const auto& mine = (keys ? packed_cache.keys : packed_cache.values)[layer][b];
+          const auto& theirs = (keys ? padded_cache.keys : padded_cache.values)[layer][b];
+          CHECK(max_abs_diff(mine.narrow(1, 0, past), theirs.narrow(1, 0, past)) == 0);
+          CHECK(max_abs_diff(mine.narrow(1, past + first, n), theirs.narrow(1, past + first, n)) <
+                tolerance);
+        }
+      }
+      offset += n;
+    }
+    // Packed rows need the cache their rows live in.
+    CHECK_THROWS_WITH(model->hidden_states(torch::cat(ids).unsqueeze(0), packed_inputs),
+                      Catch::Matchers::Contains("packed rows"));
+  }
+}
+
 TEST_CASE("a batch of prompts of different lengths decodes like each prompt alone",
           "[models][generate]") {
   for (const char* name : {"mistral_sliding", "llama_bf16"}) {
