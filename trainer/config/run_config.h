@@ -160,6 +160,12 @@ struct EvalSection {
   int batch_size = 32;
   int max_examples = 0;  // per test set; 0 = all
   int bootstrap_resamples = 1000;
+  // The answers' generation prefills the leading tokens a batch's prompts share once and, on a
+  // CPU, packs their rests without padding (models::SamplingOptions::share_prompt_prefix, as
+  // ppo.share_prompt_prefix does for rollouts). Off by default: greedy answers then follow the
+  // prefill's last bits, which differ from the padded batch's, so a recorded run's answers can
+  // change.
+  bool share_prompt_prefix = false;
   // Citation correction methods (attribution/citefix.h) applied to every evaluation's answers:
   // each is scored as the test set "<name>+<method>", so the tables show every checkpoint with
   // and without it. The model methods read the checkpoint that wrote the answers.

@@ -31,7 +31,8 @@ namespace citeforge::trainer {
 GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptFormat& format,
                                   const std::vector<data::Example>& examples,
                                   int64_t max_new_tokens, int64_t batch_size,
-                                  const std::string& label, const std::string& partial_path) {
+                                  const std::string& label, const std::string& partial_path,
+                                  bool share_prompt_prefix) {
   GeneratedAnswers out;
   std::vector<std::vector<int64_t>> prompts;
   const int64_t room = model->config.context_length() - max_new_tokens;
@@ -65,6 +66,7 @@ GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptF
   options.greedy = true;
   options.max_new_tokens = max_new_tokens;
   options.eos_ids = {format.tokenizer->eos_id()};
+  options.share_prompt_prefix = share_prompt_prefix;
   const auto decode = [&](const std::vector<int64_t>& t) { return format.tokenizer->decode(t); };
   const bool was_training = model->is_training();
   model->eval();
@@ -293,10 +295,11 @@ void evaluate_closed_book(RunContext& run, const TestSet& test, const std::strin
   format.prompt = *test.closed_book;
   std::vector<data::Example> questions;
   for (const auto& e : test.examples) questions.push_back(retrieval::closed_book(e));
-  const auto answers = generate_answers(
-      run.policy.model, format, questions, run.setup.config.eval.max_new_tokens,
-      run.setup.config.eval.batch_size,
-      "eval " + stage + "-" + std::to_string(epoch) + " " + test.spec.name, partial);
+  const auto answers =
+      generate_answers(run.policy.model, format, questions, run.setup.config.eval.max_new_tokens,
+                       run.setup.config.eval.batch_size,
+                       "eval " + stage + "-" + std::to_string(epoch) + " " + test.spec.name,
+                       partial, run.setup.config.eval.share_prompt_prefix);
   TestSet attributed = test;
   std::vector<std::string> cited;
   int uncited = 0, sentences_total = 0;
@@ -339,9 +342,10 @@ void evaluate_all(RunContext& run, const std::string& stage, int epoch,
     }
     const std::string label = "eval " + stage + "-" + std::to_string(epoch) + " " + test.spec.name;
     const std::string partial = partial_answers_path(archive);
-    auto answers = generate_answers(run.policy.model, run.data.format, test.examples,
-                                    run.setup.config.eval.max_new_tokens,
-                                    run.setup.config.eval.batch_size, label, partial);
+    auto answers =
+        generate_answers(run.policy.model, run.data.format, test.examples,
+                         run.setup.config.eval.max_new_tokens, run.setup.config.eval.batch_size,
+                         label, partial, run.setup.config.eval.share_prompt_prefix);
     auto record = record_evaluation(run, test, test.spec.name, stage, epoch, checkpoint,
                                     answers.answers, answers.prompts);
     std::filesystem::remove(partial);

@@ -21,10 +21,12 @@ struct GeneratedAnswers {
 // Greedy answers (up to `max_new_tokens`, stopping at EOS) for every example, in input order.
 // `label` names the work on the progress line. With a `partial_path`, answers already recorded
 // there are kept and each new batch's answers are appended to it (trainer/eval/partial_answers.h).
+// `share_prompt_prefix`: models::SamplingOptions::share_prompt_prefix for every batch.
 GeneratedAnswers generate_answers(models::LlamaForCausalLM& model, const PromptFormat& format,
                                   const std::vector<data::Example>& examples,
                                   int64_t max_new_tokens, int64_t batch_size,
-                                  const std::string& label, const std::string& partial_path = "");
+                                  const std::string& label, const std::string& partial_path = "",
+                                  bool share_prompt_prefix = false);
 
 // Evaluates the run's current model on every test set as (stage, epoch), unless the archive of
 // that evaluation already exists: generations go to eval/<stage>-<epoch>/<test set>.h5 and the

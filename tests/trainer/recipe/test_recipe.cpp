@@ -11,6 +11,7 @@
 #include "common/file_io.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_paths.h"
+#include "trainer/eval/eval_archive.h"
 #include "trainer/run/train_checkpoint.h"
 
 using namespace citeforge;
@@ -505,4 +506,39 @@ TEST_CASE(
       run_args(root / "run", extra + " --set eval.attributability_threshold=0.5"));
   CHECK(changed.exit_code != 0);
   CHECK(changed.output.find("eval.attributability_threshold") != std::string::npos);
+}
+
+TEST_CASE("run: evaluation that prefills the prompts' shared prefix once gives the same answers",
+          "[trainer][pipeline][prefix]") {
+  // eval.share_prompt_prefix changes how the prompts are prefilled (their common start once, the
+  // rests packed without padding on a CPU), not what is answered: after one SFT epoch the greedy
+  // answers of every evaluation, and so every score, are those of the padded batches.
+  const auto dir = testing::temp_dir("run-eval-prefix");
+  const std::string sft = "--set sft.epochs=1 ";
+  auto padded = testing::run_citeforge(run_args(dir / "padded", sft));
+  INFO(padded.output);
+  REQUIRE(padded.exit_code == 0);
+  auto shared =
+      testing::run_citeforge(run_args(dir / "shared", sft + "--set eval.share_prompt_prefix=true"));
+  INFO(shared.output);
+  REQUIRE(shared.exit_code == 0);
+  const auto resolved = [&](const char* run) {
+    return read_file((dir / run / "config.resolved.yaml").string());
+  };
+  CHECK(resolved("shared").find("share_prompt_prefix: true") != std::string::npos);
+  CHECK(resolved("padded").find("share_prompt_prefix: true") == std::string::npos);
+  size_t answer_bytes = 0;
+  for (const char* eval : {"base-0", "sft-1"})
+    for (const char* test : {"validation", "test_ood"}) {
+      const auto name = std::string("eval/") + eval + "/" + test + ".h5";
+      const auto a = trainer::read_eval_archive((dir / "padded" / name).string());
+      const auto b = trainer::read_eval_archive((dir / "shared" / name).string());
+      INFO(name);
+      CHECK(b.generations == a.generations);
+      for (const auto& g : a.generations) answer_bytes += g.size();
+    }
+  CHECK(answer_bytes > 200);  // answers of some length, not all empty
+  CHECK(read_file((dir / "shared" / "results.json").string()) ==
+        read_file((dir / "padded" / "results.json").string()));
+  fs::remove_all(dir);
 }
