@@ -6,12 +6,15 @@
 # own [run] and [eval] lines, the tables), OUT/seconds.txt the whole run's wall time. Progress
 # lines are dropped: they are most of the output and say nothing the "done in" lines do not.
 #
-#   experiments/bench/demo_stage_times.sh CHECKOUT OUT        (on an otherwise idle machine)
+#   experiments/bench/demo_stage_times.sh CHECKOUT OUT [--set KEY=VALUE ...]
+#                                               (on an otherwise idle machine; the --set
+#                                               options go to the run as they are)
 #
 # Two checkouts of two commits on the same machine, one after the other, give a before/after.
 set -euo pipefail
 checkout="$(cd "${1:?usage: demo_stage_times.sh CHECKOUT OUT}" && pwd)"
 out="${2:?usage: demo_stage_times.sh CHECKOUT OUT}"
+shift 2
 [ -x "$checkout/build/citeforge" ] || { echo "no $checkout/build/citeforge: build it first" >&2; exit 1; }
 [ ! -e "$out/run" ] || { echo "$out/run exists: a new run needs a new folder" >&2; exit 1; }
 mkdir -p "$out"
@@ -20,7 +23,7 @@ out="$(cd "$out" && pwd)"
 started=${EPOCHREALTIME/./}
 cd "$checkout"
 set +e
-build/citeforge run configs/demo.yaml --out "$out/run" 2>&1 |
+build/citeforge run configs/demo.yaml --out "$out/run" "$@" 2>&1 |
   while IFS= read -r line; do
     us=$((${EPOCHREALTIME/./} - started))
     printf '%6d.%d %s\n' $((us / 1000000)) $((us / 100000 % 10)) "$line"
