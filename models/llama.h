@@ -30,7 +30,7 @@ struct AttentionInputs {
   torch::Tensor key_mask;   // [B, past + T] bool: which key slots hold real tokens; undefined = all
   // Set: the token ids and positions are [1, N] (N the lengths' sum), B and T above are the
   // cache's rows and `packed.width`, and a cache is required.
-  PackedRows packed;
+  PackedRows packed{};
 };
 
 // What a forward pass can keep for reading the model instead of running it (citation
