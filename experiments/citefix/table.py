@@ -5,34 +5,13 @@ corrected (same questions; 95% paired bootstrap interval and sign-flip p, Holm-a
 methods of one table, by `citeforge holm`), points re-cited and the added milliseconds per answer."""
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/, for paired_cells
+from paired_cells import holm, interval_cell, paired_cell  # noqa: E402
+
 out, n, dtype = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-
-
-def holm(ps):
-    """Holm-adjusted p-values by `citeforge holm`, the rule the run's own tables use."""
-    if not ps:
-        return []
-    citeforge = Path(__file__).resolve().parents[2] / "build" / "citeforge"
-    result = subprocess.run([str(citeforge), "holm", *map(repr, ps)], check=True,
-                            capture_output=True, text=True)
-    return json.loads(result.stdout)["p_holm"]
-
-
-def paired_cell(test, p):
-    if test is None:
-        return "-"
-    d, lo, hi = (100 * test[k] for k in ("difference", "ci_low", "ci_high"))
-    p_text = "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
-    return f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}], {p_text}"
-
-
-def cell(summary, name):
-    m = summary[name]
-    return f"{100 * m['mean']:.1f} [{100 * m['ci_low']:.1f}, {100 * m['ci_high']:.1f}]"
 
 
 for condition, title in [("written", "as written"), ("swapped", "with every citation swapped")]:
@@ -56,8 +35,8 @@ for condition, title in [("written", "as written"), ("swapped", "with every cita
             line = (out / condition / f"fix_{method}.txt").read_text()
             m = re.search(r"(\d+) cited points, (\d+) re-cited.*?([\d.]+) ms per answer", line)
             recited, ms = f"{m.group(2)} of {m.group(1)}", f"{float(m.group(3)):.0f}"
-        print(f"| {method} | {cell(summary, 'precision')} | {cell(summary, 'recall')} | "
-              f"{cell(summary, 'f1')} | {100 * summary['chance_precision']['mean']:.1f} | "
+        intervals = " | ".join(interval_cell(summary[m]) for m in ("precision", "recall", "f1"))
+        print(f"| {method} | {intervals} | {100 * summary['chance_precision']['mean']:.1f} | "
               f"{paired_cell(tests.get(method), adjusted.get(method, 1.0))} | {recited} | {ms} |")
     print(f"\nF1 − as given: paired on the same questions, Holm-adjusted over the {len(tested)} "
           "methods of this table.")

@@ -12,32 +12,14 @@ which is stricter than the run's tables, whose family is one test set's table; t
 `citeforge holm`'s (build/citeforge), the rule of those tables. Otherwise only the standard library.
 """
 import json
-import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/, for paired_cells
+from paired_cells import holm, interval_cell, paired_cell  # noqa: E402
+
 ORDER = {"base": 0, "sft": 1, "ppo": 2, "sft+ppo": 3}
 METRICS = [("source_quality", "source quality"), ("f1", "F1"), ("precision", "precision")]
-
-
-def holm(ps):
-    """Holm-adjusted p-values by `citeforge holm`, the rule the run's own tables use."""
-    if not ps:
-        return []
-    citeforge = Path(__file__).resolve().parents[2] / "build" / "citeforge"
-    result = subprocess.run([str(citeforge), "holm", *map(repr, ps)], check=True,
-                            capture_output=True, text=True)
-    return json.loads(result.stdout)["p_holm"]
-
-
-def pct(m):
-    return f"{100 * m['mean']:.1f} [{100 * m['ci_low']:.1f}, {100 * m['ci_high']:.1f}]"
-
-
-def cell(test, p):
-    d, lo, hi = (100 * test[k] for k in ("difference", "ci_low", "ci_high"))
-    p_text = "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
-    return f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}], {p_text}"
 
 
 def main():
@@ -77,7 +59,7 @@ def main():
         if r["stage"] == "base" and kind(r) == 1:
             continue  # the base cites (almost) nothing a correction could move
         against = ["uncorrected"] if kind(r) == 1 else ["chance", "base"]
-        row = [(label, pct(r["metrics"][m]), [test_of(r, a, m) for a in against])
+        row = [(label, interval_cell(r["metrics"][m]), [test_of(r, a, m) for a in against])
                for m, label in METRICS]
         cells.append((set_name, correction, r, against, row))
     adjusted = holm(ps)
@@ -97,7 +79,7 @@ def main():
             print(f"| checkpoint | re-cited by | {values} | {heads} |")
             print("|---|---|" + "---|" * (len(METRICS) * (1 + len(against))))
         values = " | ".join(v for _, v, _ in row)
-        tests = " | ".join("-" if t is None else cell(t[0], adjusted[t[1]])
+        tests = " | ".join("-" if t is None else paired_cell(t[0], adjusted[t[1]])
                            for _, _, column in row for t in column)
         print(f"| {r['stage']} {r['epoch']} | {correction or 'none'} | {values} | {tests} |")
 
