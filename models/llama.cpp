@@ -161,17 +161,17 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
   const int64_t groups = num_heads / num_kv_heads;
+  const int64_t past = cache ? cache->length : 0;
+  const int64_t new_slots = packed ? packed->width : T;  // packed: T counts all rows' tokens
+  if (cache)
+    TORCH_CHECK(past + new_slots <= cache->capacity(), "KV cache full: ", past + new_slots, " > ",
+                cache->capacity());
   torch::Tensor out;
   if (packed) {
     TORCH_CHECK(cache && !attention_mass, "packed rows need a cache and read no attention");
-    TORCH_CHECK(cache->length + packed->width <= cache->capacity(),
-                "KV cache full: ", cache->length + packed->width, " > ", cache->capacity());
     out = packed_attention(q, k, v, attn_bias, *cache, layer, groups, *packed);
   } else {
-    const int64_t past = cache ? cache->length : 0;
     if (cache) {
-      TORCH_CHECK(past + T <= cache->capacity(), "KV cache full: ", past + T, " > ",
-                  cache->capacity());
       cache->keys[layer].narrow(2, past, T).copy_(k);
       cache->values[layer].narrow(2, past, T).copy_(v);
       k = cache->keys[layer].narrow(2, 0, past + T);
