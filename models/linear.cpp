@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "models/fused_matmul.h"
 #include "models/nf4_linear.h"
+#include "models/rms_norm_loop.h"
 
 namespace citeforge::models {
 
@@ -138,6 +139,7 @@ RMSNormImpl::RMSNormImpl(int64_t size, double eps_) : eps(eps_) {
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  if (auto y = rms_norm_loop(x, weight, eps)) return *y;  // a decoding step's rows
   auto h = x.to(torch::kFloat32);
   h = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return weight * h.to(x.scalar_type());
