@@ -27,6 +27,8 @@ constexpr int64_t kBlock = 64;          // values per block, for the weights and
 constexpr float kActivationMax = 8191;  // int16 activations: |x| / block max * 8191
 constexpr float kLevelScale = 16384;    // int16 NF4 levels: 2^14 * level, exact in the epilogue
 constexpr float kWeightMax = 32767;     // Q16 weights: |w| / block max * 32767
+constexpr int64_t kQ8Block = 32;        // Q8 weights: one scale per 32 values, as GGUF's Q8_0
+constexpr float kQ8Max = 127;           // Q8 weights: |w| / block max * 127
 
 // Inside a block the kernels keep values in "lane order", the order the 256-bit byte shuffles
 // produce them in: the 32 even positions first, then the 32 odd ones, each half as element
@@ -37,11 +39,13 @@ constexpr int64_t element_of_slot(int64_t p) {
 }
 
 // Where a block's activation codes go: in lane order (slot p holds element_of_slot(p)), which
-// every path reads but AVX-512's NF4 one, or evens then odds (position p < 32 holds element 2p,
-// p >= 32 element 2(p - 32) + 1), the order that path unpacks its nibbles in.
-enum class ActivationOrder { lanes, evens_then_odds };
+// the NF4 and Q16 paths read but AVX-512's NF4 one, evens then odds (position p < 32 holds
+// element 2p, p >= 32 element 2(p - 32) + 1), the order that path unpacks its nibbles in, or in
+// order (the Q8 paths, whose weight codes widen in order).
+enum class ActivationOrder { lanes, evens_then_odds, natural };
 
 constexpr int64_t element_at(ActivationOrder order, int64_t p) {
+  if (order == ActivationOrder::natural) return p;
   return order == ActivationOrder::lanes ? element_of_slot(p) : 2 * (p % 32) + p / 32;
 }
 
@@ -87,11 +91,12 @@ struct RowJob {
   // Consecutive output rows one call computes (their codes codes_per_row apart, their outputs
   // next to each other): a call per output row cost more than a short row's arithmetic.
   int64_t out_rows = 1, codes_per_row = 0;
+  int64_t scales_per_row = 0;  // in / 64, or in / 32 for a Q8 copy
 
   // The job of output row j alone.
   RowJob row(int64_t j) const {
     RowJob one = *this;
-    one.weight_scales = weight_scales + j * (in / kBlock);
+    one.weight_scales = weight_scales + j * scales_per_row;
     one.y = y + j;
     one.out_rows = 1;
     return one;
@@ -101,6 +106,7 @@ template <class Code>
 using RowKernel = void (*)(const Code* codes, const RowJob& job);
 using Nf4RowKernel = RowKernel<uint8_t>;  // packed nibbles
 using Q16RowKernel = RowKernel<int16_t>;
+using Q8RowKernel = RowKernel<int8_t>;
 
 float add_lanes(const float* s) {
   return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
@@ -153,6 +159,36 @@ inline void q16_row_portable_one(const int16_t* codes, const RowJob& job) {
 void q16_row_portable(const int16_t* codes, const RowJob& job) {
   for (int64_t j = 0; j < job.out_rows; ++j)
     q16_row_portable_one(codes + j * job.codes_per_row, job.row(j));
+}
+
+// Q8 (activations and codes in order): each half of an activation block meets one block of 32
+// weight codes. Each half's 8 lanes (the products of positions p and p + 1 in lane (p % 16) / 2,
+// as above) are converted to fp32 and scaled by that half's weight scale, the two halves added,
+// and only then scaled by the activations' block scale and added to the lane sums: the weight
+// scales are the same for every activation row, so a path applies them once a block.
+inline void q8_row_portable_one(const int8_t* codes, const RowJob& job) {
+  const int64_t blocks = job.in / kBlock;
+  float sums[kMaxRows][kLanes] = {};
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* w = codes + b * kBlock;
+    const float ws0 = job.weight_scales[2 * b], ws1 = job.weight_scales[2 * b + 1];
+    for (int64_t r = 0; r < job.rows; ++r) {
+      const int16_t* x = job.xq + r * job.in + b * kBlock;
+      int32_t low[kLanes] = {}, high[kLanes] = {};
+      for (int p = 0; p < kQ8Block; ++p) low[(p % 16) / 2] += int32_t(w[p]) * x[p];
+      for (int p = 0; p < kQ8Block; ++p)
+        high[(p % 16) / 2] += int32_t(w[kQ8Block + p]) * x[kQ8Block + p];
+      const float xs = job.x_scales[r * blocks + b];
+      for (int l = 0; l < kLanes; ++l)
+        sums[r][l] = sums[r][l] + (float(low[l]) * ws0 + float(high[l]) * ws1) * xs;
+    }
+  }
+  finish_portable(job, sums);
+}
+
+void q8_row_portable(const int8_t* codes, const RowJob& job) {
+  for (int64_t j = 0; j < job.out_rows; ++j)
+    q8_row_portable_one(codes + j * job.codes_per_row, job.row(j));
 }
 
 #if defined(CITEFORGE_X86)
@@ -248,6 +284,48 @@ CITEFORGE_SSE41 void q16_row_sse41(const int16_t* codes, const RowJob& job) {
     q16_row_sse41_one<R>(codes + j * job.codes_per_row, job.row(j));
 }
 
+// Q8 on SSE4.1: codes 8k to 8k + 7 of a half widen to one register, whose pairs are lanes 0-3
+// (k even) or 4-7 (k odd).
+template <int R>
+CITEFORGE_SSE41 CITEFORGE_INLINE void q8_row_sse41_one(const int8_t* codes, const RowJob& job) {
+  const int64_t blocks = job.in / kBlock;
+  __m128 sums[R][2];
+  for (int r = 0; r < R; ++r) sums[r][0] = sums[r][1] = _mm_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m128i w[8];  // w[4h + k]: codes 8k to 8k + 7 of half h
+    for (int k = 0; k < 8; ++k)
+      w[k] = _mm_cvtepi8_epi16(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + b * kBlock + 8 * k)));
+    const __m128 ws0 = _mm_set1_ps(job.weight_scales[2 * b]);
+    const __m128 ws1 = _mm_set1_ps(job.weight_scales[2 * b + 1]);
+    for (int r = 0; r < R; ++r) {
+      const __m128i* x = reinterpret_cast<const __m128i*>(job.xq + r * job.in + b * kBlock);
+      __m128 half[2][2];  // [h][lanes 0-3, 4-7]
+      for (int h = 0; h < 2; ++h) {
+        const __m128i* xh = x + 4 * h;
+        const __m128i* wh = w + 4 * h;
+        const __m128i low = _mm_add_epi32(_mm_madd_epi16(wh[0], _mm_loadu_si128(xh)),
+                                          _mm_madd_epi16(wh[2], _mm_loadu_si128(xh + 2)));
+        const __m128i high = _mm_add_epi32(_mm_madd_epi16(wh[1], _mm_loadu_si128(xh + 1)),
+                                           _mm_madd_epi16(wh[3], _mm_loadu_si128(xh + 3)));
+        const __m128 ws = h == 0 ? ws0 : ws1;
+        half[h][0] = _mm_mul_ps(_mm_cvtepi32_ps(low), ws);
+        half[h][1] = _mm_mul_ps(_mm_cvtepi32_ps(high), ws);
+      }
+      const __m128 xs = _mm_set1_ps(job.x_scales[r * blocks + b]);
+      for (int c = 0; c < 2; ++c)
+        sums[r][c] = _mm_add_ps(sums[r][c], _mm_mul_ps(_mm_add_ps(half[0][c], half[1][c]), xs));
+    }
+  }
+  finish_sse41<R>(job, sums);
+}
+
+template <int R>
+CITEFORGE_SSE41 void q8_row_sse41(const int8_t* codes, const RowJob& job) {
+  for (int64_t j = 0; j < job.out_rows; ++j)
+    q8_row_sse41_one<R>(codes + j * job.codes_per_row, job.row(j));
+}
+
 // AVX2: w[c] holds slots 16c to 16c + 15, whose pairs are exactly the 8 lanes. No FMA: the
 // multiply and the add round separately, as on the other paths.
 template <int R>
@@ -323,6 +401,41 @@ template <int R>
 CITEFORGE_AVX2 void q16_row_avx2(const int16_t* codes, const RowJob& job) {
   for (int64_t j = 0; j < job.out_rows; ++j)
     q16_row_avx2_one<R>(codes + j * job.codes_per_row, job.row(j));
+}
+
+// Q8 on AVX2: a half's 32 codes widen to two registers of 16, whose pairs are the 8 lanes.
+// AVX-512 CPUs run this path too: its bytes, not its arithmetic, bound the output layer.
+template <int R>
+CITEFORGE_AVX2 CITEFORGE_INLINE void q8_row_avx2_one(const int8_t* codes, const RowJob& job) {
+  const int64_t blocks = job.in / kBlock;
+  __m256 sums[R];
+  for (int r = 0; r < R; ++r) sums[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const __m128i* c = reinterpret_cast<const __m128i*>(codes + b * kBlock);
+    const __m256i w[4] = {
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(c)), _mm256_cvtepi8_epi16(_mm_loadu_si128(c + 1)),
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(c + 2)), _mm256_cvtepi8_epi16(_mm_loadu_si128(c + 3))};
+    const __m256 ws0 = _mm256_set1_ps(job.weight_scales[2 * b]);
+    const __m256 ws1 = _mm256_set1_ps(job.weight_scales[2 * b + 1]);
+    for (int r = 0; r < R; ++r) {
+      const __m256i* x = reinterpret_cast<const __m256i*>(job.xq + r * job.in + b * kBlock);
+      const __m256i low = _mm256_add_epi32(_mm256_madd_epi16(w[0], _mm256_loadu_si256(x)),
+                                           _mm256_madd_epi16(w[1], _mm256_loadu_si256(x + 1)));
+      const __m256i high = _mm256_add_epi32(_mm256_madd_epi16(w[2], _mm256_loadu_si256(x + 2)),
+                                            _mm256_madd_epi16(w[3], _mm256_loadu_si256(x + 3)));
+      const __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(low), ws0),
+                                     _mm256_mul_ps(_mm256_cvtepi32_ps(high), ws1));
+      const __m256 xs = _mm256_set1_ps(job.x_scales[r * blocks + b]);
+      sums[r] = _mm256_add_ps(sums[r], _mm256_mul_ps(v, xs));
+    }
+  }
+  finish_avx2<R>(job, sums);
+}
+
+template <int R>
+CITEFORGE_AVX2 void q8_row_avx2(const int8_t* codes, const RowJob& job) {
+  for (int64_t j = 0; j < job.out_rows; ++j)
+    q8_row_avx2_one<R>(codes + j * job.codes_per_row, job.row(j));
 }
 
 // AVX-512 (F + BW): a block's 64 products in two 512-bit multiply-adds, folded to the 8 lanes
@@ -481,6 +594,14 @@ struct Q16Avx2 {
   static constexpr Q16RowKernel kernel = q16_row_avx2<R>;
 };
 template <int R>
+struct Q8Sse41 {
+  static constexpr Q8RowKernel kernel = q8_row_sse41<R>;
+};
+template <int R>
+struct Q8Avx2 {
+  static constexpr Q8RowKernel kernel = q8_row_avx2<R>;
+};
+template <int R>
 struct Nf4Avx512 {
   static constexpr Nf4RowKernel kernel = nf4_row_avx512<R>;
 };
@@ -512,6 +633,15 @@ Q16RowKernel q16_kernel(CpuIsa isa, int64_t rows) {
 #endif
   (void)isa, (void)rows;
   return q16_row_portable;
+}
+
+Q8RowKernel q8_kernel(CpuIsa isa, int64_t rows) {
+#if defined(CITEFORGE_X86)
+  if (isa == CpuIsa::avx512 || isa == CpuIsa::avx2) return by_rows<Q8RowKernel, Q8Avx2>(rows);
+  if (isa == CpuIsa::sse41) return by_rows<Q8RowKernel, Q8Sse41>(rows);
+#endif
+  (void)isa, (void)rows;
+  return q8_row_portable;
 }
 
 // The activation rows as int16 codes with one fp32 scale per block of 64 (block max / 8191),
@@ -578,7 +708,7 @@ void check_input(const torch::Tensor& x, int64_t in, const char* what) {
 // path's kernel reads.
 template <class Code>
 torch::Tensor run_rows(const torch::Tensor& x, int64_t out, int64_t in, const Code* codes,
-                       int64_t codes_per_row, const float* weight_scales,
+                       int64_t codes_per_row, const float* weight_scales, int64_t scales_per_row,
                        RowKernel<Code> (*pick)(CpuIsa, int64_t), ActivationOrder (*order)(CpuIsa)) {
   // Chosen once per call: every chunk of activation rows has kMaxRows of them but the last.
   const CpuIsa isa = active_cpu_isa();
@@ -589,24 +719,34 @@ torch::Tensor run_rows(const torch::Tensor& x, int64_t out, int64_t in, const Co
                                : quantize_rows(xc.data_ptr<float>(), rows, in, order(isa));
   const RowKernel<Code> full = pick(isa, kMaxRows);
   const RowKernel<Code> last = pick(isa, rows - (rows - 1) / kMaxRows * kMaxRows);
-  auto y = torch::empty({rows, out}, torch::kFloat32);
-  float* y_data = y.data_ptr<float>();
+  auto sizes = x.sizes().vec();
+  sizes.back() = out;
+  // The kernels write fp32; a bf16 caller gets each tile converted as it is done, from a
+  // buffer, instead of a whole fp32 result and a conversion operator after it.
+  auto y = torch::empty(sizes, x.options().dtype(bf16 ? torch::kBFloat16 : torch::kFloat32));
+  std::vector<float> buffer(bf16 ? size_t(rows * out) : 0);
+  float* y_data = bf16 ? buffer.data() : y.data_ptr<float>();
+  c10::BFloat16* y_bf16 = bf16 ? y.data_ptr<c10::BFloat16>() : nullptr;
   const int64_t grain = std::max<int64_t>(1, 32768 / in);
   at::parallel_for(0, out, grain, [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; o += kTileRows) {
       const int64_t n_out = std::min(kTileRows, end - o);
       for (int64_t r0 = 0; r0 < rows; r0 += kMaxRows) {
         const int64_t n = std::min(kMaxRows, rows - r0);
-        (n == kMaxRows ? full : last)(codes + o * codes_per_row,
-                                      RowJob{weight_scales + o * blocks, q.codes.data() + r0 * in,
-                                             q.scales.data() + r0 * blocks, in, n,
-                                             y_data + r0 * out + o, out, n_out, codes_per_row});
+        (n == kMaxRows ? full : last)(
+            codes + o * codes_per_row,
+            RowJob{weight_scales + o * scales_per_row, q.codes.data() + r0 * in,
+                   q.scales.data() + r0 * blocks, in, n, y_data + r0 * out + o, out, n_out,
+                   codes_per_row, scales_per_row});
       }
+      if (!bf16) continue;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = o; j < o + n_out; ++j)
+          y_bf16[r * out + j] = c10::BFloat16(y_data[r * out + j]);
     }
   });
-  auto sizes = x.sizes().vec();
-  sizes.back() = out;
-  return y.view(sizes).to(x.scalar_type());
+  if (x.scalar_type() == torch::kFloat32 || bf16) return y;
+  return y.to(x.scalar_type());
 }
 
 }  // namespace
@@ -691,6 +831,30 @@ torch::Tensor q16_dequantize(const Q16Weight& weight) {
   return (codes * weight.scales.unsqueeze(2)).reshape({weight.out_features, weight.in_features});
 }
 
+std::optional<Q8Weight> q8_exact_quantize(const torch::Tensor& weight) {
+  if (!whole_blocks_per_row(weight.dim(), weight.dim() == 2 ? weight.size(1) : 0))
+    throw Error("q8 weight: expected [out, in] with in a multiple of 64, got " +
+                shape_text(weight.sizes()));
+  torch::NoGradGuard no_grad;
+  const int64_t out = weight.size(0), in = weight.size(1), blocks = in / kQ8Block;
+  auto w = weight.detach().to(torch::kCPU, torch::kFloat32).reshape({out, blocks, kQ8Block});
+  auto absmax = w.abs().amax(2);
+  auto scales = absmax / kQ8Max;
+  auto codes = torch::round(w / scales.clamp_min(1e-30f).unsqueeze(2)).clamp(-kQ8Max, kQ8Max);
+  // Exact where every block comes back within the Q16 copy's own rounding (half of 1/32767 of
+  // the block max); a non-finite weight fails the comparison and keeps the Q16 path.
+  auto error = (codes * scales.unsqueeze(2) - w).abs().amax(2);
+  if (!(error <= absmax * (0.5f / kWeightMax)).all().item<bool>()) return std::nullopt;
+  return Q8Weight{out, in, codes.to(torch::kInt8).reshape({out, in}).contiguous(),
+                  scales.contiguous()};
+}
+
+torch::Tensor q8_dequantize(const Q8Weight& weight) {
+  auto codes = weight.codes.to(torch::kFloat32)
+                   .reshape({weight.out_features, weight.in_features / kQ8Block, kQ8Block});
+  return (codes * weight.scales.unsqueeze(2)).reshape({weight.out_features, weight.in_features});
+}
+
 bool cpu_matvec_supports(const torch::Tensor& weight) {
   return weight.device().is_cpu() &&
          whole_blocks_per_row(weight.dim(), weight.dim() == 2 ? weight.size(1) : 0);
@@ -735,7 +899,8 @@ torch::Tensor nf4_matvec_cpu(const torch::Tensor& x, const Nf4Weight& weight) {
   const int64_t out = weight.shape[0], in = weight.shape[1];
   check_input(x, in, "nf4 matvec");
   return run_rows(x, out, in, weight.packed.data_ptr<uint8_t>(), in / 2,
-                  cpu_block_scales(weight).data_ptr<float>(), nf4_kernel, nf4_activation_order);
+                  cpu_block_scales(weight).data_ptr<float>(), in / kBlock, nf4_kernel,
+                  nf4_activation_order);
 }
 
 torch::Tensor q16_matvec_cpu(const torch::Tensor& x, const Q16Weight& weight) {
@@ -743,7 +908,14 @@ torch::Tensor q16_matvec_cpu(const torch::Tensor& x, const Q16Weight& weight) {
   check_input(x, in, "q16 matvec");
   // The Q16 copy stores its block scales row by row already.
   return run_rows(x, out, in, weight.codes.data_ptr<int16_t>(), in, weight.scales.data_ptr<float>(),
-                  q16_kernel, [](CpuIsa) { return ActivationOrder::lanes; });
+                  in / kBlock, q16_kernel, [](CpuIsa) { return ActivationOrder::lanes; });
+}
+
+torch::Tensor q8_matvec_cpu(const torch::Tensor& x, const Q8Weight& weight) {
+  const int64_t out = weight.out_features, in = weight.in_features;
+  check_input(x, in, "q8 matvec");
+  return run_rows(x, out, in, weight.codes.data_ptr<int8_t>(), in, weight.scales.data_ptr<float>(),
+                  in / kQ8Block, q8_kernel, [](CpuIsa) { return ActivationOrder::natural; });
 }
 
 }  // namespace citeforge::models

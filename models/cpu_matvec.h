@@ -3,14 +3,14 @@
 // the bytes of weight it reads: about half a byte a weight here against 4 (fp32) or 2 (bf16)
 // for a dense copy (docs/design.md §4, "Decoding on a CPU").
 //
-// Every instruction-set path gives the same bits: the activations of each 64-value block are
-// rounded to int16 (±8191 times the block's absolute maximum), the NF4 levels to int16 (2^14
-// times the level), the products summed exactly in eight 32-bit lanes per block, and only then
-// scaled in fp32 by the weight's block absmax and the activations' block scale and added in a
-// fixed order that all paths share. Against the dequantise-then-matmul reference this
-// differs by the activations' rounding (at most 2^-14 of a block's largest value) and the
-// levels' (at most 2^-15 of the block absmax) and by the order of the fp32 sum over blocks,
-// which is fixed and the same on every path.
+// Every instruction-set path gives the same bits (the Q8 copy's below too, in its own order): the
+// activations of each 64-value block are rounded to int16 (±8191 times the block's absolute
+// maximum), the NF4 levels to int16 (2^14 times the level), the products summed exactly in eight
+// 32-bit lanes per block, and only then scaled in fp32 by the weight's block absmax and the
+// activations' block scale and added in a fixed order that all paths share. Against the
+// dequantise-then-matmul reference this differs by the activations' rounding (at most 2^-14 of a
+// block's largest value) and the levels' (at most 2^-15 of the block absmax) and by the order of
+// the fp32 sum over blocks, which is fixed and the same on every path.
 #pragma once
 
 #include <torch/torch.h>
@@ -57,6 +57,24 @@ Q16Weight q16_quantize(const torch::Tensor& weight);
 // The fp32 weight the Q16 copy stands for (codes times scales, in input order).
 torch::Tensor q16_dequantize(const Q16Weight& weight);
 
+// An 8-bit copy of a dense weight for decoding, made only where it is exact: every block of 32
+// inputs is a multiple of one scale (block max / 127) to within the Q16 copy's own rounding. A
+// GGUF's Q8_0 weight dequantised is exactly that (SmolLM2's output layer ships as Q8_0), so its
+// copy reads 1.125 bytes a weight instead of 2.06 and computes the same products the Q16 copy
+// would, the activations still rounded to int16 (llama.cpp also rounds them to 8 bits, which is
+// what moved the logits above). Codes in input order, int8 [out, in]; scales [out, in / 32].
+struct Q8Weight {
+  int64_t out_features = 0, in_features = 0;
+  torch::Tensor codes;   // int8 [out, in]
+  torch::Tensor scales;  // float32 [out, in / 32]
+
+  int64_t bytes() const { return int64_t(codes.nbytes() + scales.nbytes()); }
+};
+// The exact 8-bit copy, or nullopt where some block is not exact in 8 bits (a trained or bf16
+// weight): those keep the Q16 copy. Throws Error where cpu_matvec_supports(weight) does not hold.
+std::optional<Q8Weight> q8_exact_quantize(const torch::Tensor& weight);
+torch::Tensor q8_dequantize(const Q8Weight& weight);
+
 // Whether the kernels take this weight: on the CPU, 2-D, rows a multiple of the 64-value block
 // (so no block straddles two rows), blocks of 64.
 bool cpu_matvec_supports(const Nf4Weight& weight);
@@ -67,5 +85,6 @@ bool cpu_matvec_supports(const torch::Tensor& weight);
 // accumulated in fp32. Threads over output rows with LibTorch's intra-op pool.
 torch::Tensor nf4_matvec_cpu(const torch::Tensor& x, const Nf4Weight& weight);
 torch::Tensor q16_matvec_cpu(const torch::Tensor& x, const Q16Weight& weight);
+torch::Tensor q8_matvec_cpu(const torch::Tensor& x, const Q8Weight& weight);
 
 }  // namespace citeforge::models

@@ -41,10 +41,11 @@ std::optional<torch::Tensor> fused_output_layer(const torch::Tensor& x, const to
   if (weight.requires_grad() && torch::GradMode::is_enabled()) return std::nullopt;
   if (!head.stamp.matches(weight)) {
     c10::InferenceMode kept_beyond_generation(false);  // a normal tensor, whoever asks next
-    head.q16 = q16_quantize(weight);
+    head.q8 = q8_exact_quantize(weight);
+    head.q16 = head.q8 ? Q16Weight{} : q16_quantize(weight);
     head.stamp.take(weight);
   }
-  return q16_matvec_cpu(x, head.q16);
+  return head.q8 ? q8_matvec_cpu(x, *head.q8) : q16_matvec_cpu(x, head.q16);
 }
 
 }  // namespace citeforge::models

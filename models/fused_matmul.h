@@ -39,13 +39,17 @@ bool use_fused_kernel(const torch::Tensor& x);
 // cpu_matvec_supports).
 std::optional<torch::Tensor> fused_nf4_linear(const torch::Tensor& x, const Nf4Weight& weight);
 
-// A dense output layer's 16-bit decoding copy, kept while its weight is unchanged.
+// A dense output layer's decoding copy, kept while its weight is unchanged: 8-bit where that is
+// exact (a GGUF's Q8_0 output layer), 16-bit otherwise.
 struct DecodingHead {
-  Q16Weight q16;
+  std::optional<Q8Weight> q8;
+  Q16Weight q16;  // empty where q8 is set
   WeightStamp stamp;
+
+  int64_t bytes() const { return q8 ? q8->bytes() : q16.bytes(); }
 };
-// x W^T through `head`'s Q16 copy of `weight` (made or refreshed here), or nullopt where the
-// fused path does not apply (see use_fused_kernel and cpu_matvec_supports).
+// x W^T through `head`'s copy of `weight` (made or refreshed here), or nullopt where the fused
+// path does not apply (see use_fused_kernel and cpu_matvec_supports).
 std::optional<torch::Tensor> fused_output_layer(const torch::Tensor& x, const torch::Tensor& weight,
                                                 DecodingHead& head);
 

@@ -8,10 +8,14 @@
 //
 //   build/bench_decode [--model weights/SmolLM2-135M-Instruct.Q4_1.gguf] [--threads 2]
 //                      [--reps 5] [--llamacpp FILE.json] [--temperature 0]
-//                      [--part all|kernels|decode] [--out experiments/bench/results/decode_cpu.md]
+//                      [--part all|kernels|decode] [--batches 1,4,8,16,32] [--dtypes
+//                      float32,bfloat16]
+//                      [--out experiments/bench/results/decode_cpu.md]
 //
 // --temperature T > 0 samples at T, as PPO's rollouts do (the demo's 0.7), so a step also draws
-// each row's token; --part decode leaves out the kernel sweep.
+// each row's token; --part decode leaves out the kernel sweep. --batches and --dtypes narrow the
+// decode sweep (batch 1 alone, taken in turns with llama.cpp's, is the comparison a noisy machine
+// needs repeated).
 #include <ATen/Parallel.h>
 
 #include <chrono>
@@ -68,8 +72,8 @@ double triad_gb_per_s(int64_t n, int reps) {
 }
 
 // Bytes of weight one decoding step reads: the decoder's NF4 blocks and the output layer
-// (its 16-bit copy on the fused path, which a decoding step has made by now, its dense bytes
-// otherwise).
+// (its decoding copy on the fused path, 8-bit where exact and 16-bit otherwise, which a decoding
+// step has made by now; its dense bytes otherwise).
 double step_weight_bytes(models::LlamaForCausalLM& model, torch::Dtype dtype, bool fused,
                          int64_t rows) {
   // The path each layer takes, by the rule the layers themselves follow (models/fused_matmul.h).
@@ -85,7 +89,7 @@ double step_weight_bytes(models::LlamaForCausalLM& model, torch::Dtype dtype, bo
         bytes += double(linear->nf4->bytes());
   const auto& head = model->model->embed_tokens->weight;
   bytes += kernels && models::cpu_matvec_supports(head)
-               ? double(model->decoding_head.q16.bytes())
+               ? double(model->decoding_head.bytes())
                : double(head.numel()) * 4.0;  // the fp32 head (a bf16 model keeps an fp32 copy)
   return bytes;
 }
@@ -101,13 +105,15 @@ models::LlamaForCausalLM load_nf4(const std::string& dir, torch::Dtype dtype) {
 }
 
 // The fused kernels alone over every layer of one decoding step (no attention, norms or
-// sampling): what the kernels take of a step, and the GB/s they read weights at.
+// sampling): what the kernels take of a step, and the GB/s they read weights at. The output
+// layer goes through the decoding copy the model itself makes (models/fused_matmul.h).
 json kernel_rows(models::LlamaForCausalLM& model, int reps) {
   std::vector<const models::Nf4Weight*> layers;
   for (const auto& m : model->modules(/*include_self=*/false))
     if (auto* linear = m->as<models::LinearImpl>())
       if (linear->nf4) layers.push_back(&*linear->nf4);
-  const auto head = models::q16_quantize(model->model->embed_tokens->weight);
+  const auto& head_weight = model->model->embed_tokens->weight;
+  models::DecodingHead head;
   json rows = json::array();
   for (int64_t batch : {1, 4, 8}) {
     torch::manual_seed(0);
@@ -116,6 +122,12 @@ json kernel_rows(models::LlamaForCausalLM& model, int reps) {
     auto x_mlp = torch::randn({batch, model->config.intermediate_size});
     double nf4_bytes = 0;
     for (const auto* w : layers) nf4_bytes += double(w->bytes());
+    auto run_head = [&] {
+      torch::NoGradGuard no_grad;
+      if (!models::fused_output_layer(x_hidden, head_weight, head))
+        throw Error("the output layer takes no fused path");
+    };
+    run_head();  // makes the copy
     const double head_bytes = double(head.bytes());
     auto sweep = [&] {
       for (const auto* w : layers)
@@ -125,18 +137,19 @@ json kernel_rows(models::LlamaForCausalLM& model, int reps) {
     std::vector<double> t_layers, t_head;
     for (int i = 0; i < 4 * reps; ++i) {
       t_layers.push_back(seconds(sweep));
-      t_head.push_back(seconds([&] { models::q16_matvec_cpu(x_hidden, head); }));
+      t_head.push_back(seconds(run_head));
     }
     const double a = bench::median(t_layers), b = bench::median(t_head);
     rows.push_back({{"batch", batch},
                     {"nf4_layers_ms", 1e3 * a},
                     {"nf4_gb_per_s", nf4_bytes / a / 1e9},
-                    {"q16_head_ms", 1e3 * b},
-                    {"q16_gb_per_s", head_bytes / b / 1e9}});
+                    {"head_copy", head.q8 ? "Q8 (exact)" : "Q16"},
+                    {"head_ms", 1e3 * b},
+                    {"head_gb_per_s", head_bytes / b / 1e9}});
     std::fprintf(
-        stderr,
-        "kernels batch %lld: NF4 layers %.2f ms (%.1f GB/s), Q16 head %.2f ms (%.1f GB/s)\n",
-        (long long)batch, 1e3 * a, nf4_bytes / a / 1e9, 1e3 * b, head_bytes / b / 1e9);
+        stderr, "kernels batch %lld: NF4 layers %.2f ms (%.1f GB/s), %s head %.2f ms (%.1f GB/s)\n",
+        (long long)batch, 1e3 * a, nf4_bytes / a / 1e9, head.q8 ? "Q8" : "Q16", 1e3 * b,
+        head_bytes / b / 1e9);
   }
   return rows;
 }
@@ -191,10 +204,10 @@ json attention_rows(const models::ModelConfig& c, int reps) {
   return rows;
 }
 
-json decode_rows(models::LlamaForCausalLM& model, torch::Dtype dtype, int reps,
-                 double temperature) {
+json decode_rows(models::LlamaForCausalLM& model, torch::Dtype dtype, int reps, double temperature,
+                 const std::vector<int64_t>& batches) {
   json rows = json::array();
-  for (int64_t batch : {1, 4, 8, 16, 32}) {
+  for (int64_t batch : batches) {
     torch::manual_seed(0);
     std::vector<std::vector<int64_t>> prompts;
     for (int64_t b = 0; b < batch; ++b) {
@@ -237,6 +250,21 @@ json decode_rows(models::LlamaForCausalLM& model, torch::Dtype dtype, int reps,
   return rows;
 }
 
+// "1,4,8" as numbers; anything else is an Error naming the flag.
+std::vector<int64_t> number_list(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(item) < 1)
+      throw Error("--batches takes positive whole numbers, got " + text);
+    else
+      out.push_back(std::stoll(item));
+  if (out.empty()) throw Error("--batches is empty");
+  return out;
+}
+
 std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
@@ -268,7 +296,8 @@ std::string table(const json& r, const std::string& command) {
     << "call in fp32 and " << models::fused_max_rows(torch::kBFloat16) << " in bf16, so batches "
     << "above that take the dense path either way); `dense` is dequantise-once-then-matmul, "
     << "the path before the kernel. Weight bytes are what one step reads (the NF4 blocks, and the "
-    << "output layer in 16 bits on the fused path or fp32 on the dense one; the dense path's "
+    << "output layer's decoding copy on the fused path (8 bits where that is exact, as for the "
+    << "GGUF's Q8_0 output layer in fp32, 16 otherwise) or fp32 on the dense one; the dense path's "
     << "dequantised copy of the NF4 blocks is counted as the NF4 bytes, so its GB/s is a lower "
     << "bound of what it moves).\n\n"
     << "| dtype | batch | path | tokens/s | weight MB per step | weight MB per token | GB/s of "
@@ -282,13 +311,13 @@ std::string table(const json& r, const std::string& command) {
       << fixed(row["weight_gb_per_s"], 2) << " |\n";
   if (r.contains("kernels")) {
     s << "\nThe kernels alone over one decoding step's layers (the 210 NF4 projections, then the "
-      << "16-bit output layer), no attention, norms or sampling:\n\n"
-      << "| rows | NF4 layers ms | their GB/s | Q16 output layer ms | its GB/s "
-         "|\n|---|---|---|---|---|\n";
+      << "output layer's decoding copy in fp32), no attention, norms or sampling:\n\n"
+      << "| rows | NF4 layers ms | their GB/s | output layer copy | its ms | its GB/s "
+         "|\n|---|---|---|---|---|---|\n";
     for (const auto& k : r["kernels"])
       s << "| " << k["batch"] << " | " << fixed(k["nf4_layers_ms"], 2) << " | "
-        << fixed(k["nf4_gb_per_s"], 1) << " | " << fixed(k["q16_head_ms"], 2) << " | "
-        << fixed(k["q16_gb_per_s"], 1) << " |\n";
+        << fixed(k["nf4_gb_per_s"], 1) << " | " << k["head_copy"].get<std::string>() << " | "
+        << fixed(k["head_ms"], 2) << " | " << fixed(k["head_gb_per_s"], 1) << " |\n";
   }
   if (r.contains("attention")) {
     s << "\nOne layer's attention at a bf16 decoding step (SmolLM2's 9 query heads on 3 kv heads "
@@ -315,6 +344,7 @@ std::string table(const json& r, const std::string& command) {
 int main(int argc, char** argv) {
   bench::require_flag_pairs(argc, argv);
   std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", out, llamacpp, part = "all", isa;
+  std::string batches_text = "1,4,8,16,32", dtypes = "float32,bfloat16";
   int threads = 2, reps = 5;
   double temperature = 0;
   std::string command = "build/bench_decode";
@@ -335,6 +365,10 @@ int main(int argc, char** argv) {
       part = value;
     else if (flag == "--temperature")
       temperature = std::stod(value);
+    else if (flag == "--batches")
+      batches_text = value;
+    else if (flag == "--dtypes")
+      dtypes = value;
     else if (flag == "--isa")  // a kernel path other than the detected one, to compare paths
       isa = value;
     else {
@@ -343,13 +377,18 @@ int main(int argc, char** argv) {
     }
   }
   try {
+    std::string flag_item;
+    const std::vector<int64_t> batches = number_list(batches_text);
+    for (std::stringstream in(dtypes); std::getline(in, flag_item);)
+      if (flag_item != "float32" && flag_item != "bfloat16")
+        throw Error("--dtypes takes float32 and bfloat16, got " + dtypes);
     torch::set_num_threads(threads);
     if (!isa.empty()) {
       bool known = false;
       for (auto path : {models::CpuIsa::portable, models::CpuIsa::sse41, models::CpuIsa::avx2,
                         models::CpuIsa::avx512})
         if (models::cpu_isa_name(path) == isa) models::force_cpu_isa(path), known = true;
-      if (!known) throw Error("bench_decode: unknown --isa " + isa);
+      if (!known) throw Error("unknown --isa " + isa);
     }
     const models::DequantizedWeights dense_base;  // as a run on a CPU holds it
     const std::string dir = models::is_gguf_path(model) ? models::gguf_model_dir(model) : model;
@@ -371,8 +410,11 @@ int main(int argc, char** argv) {
     if (part == "kernels") return 0;
     r["rows"] = json::array();
     for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+      if (dtypes.find(dtype == torch::kFloat32 ? "float32" : "bfloat16") == std::string::npos)
+        continue;
       auto model = dtype == torch::kFloat32 ? fp32_model : load_nf4(dir, dtype);
-      for (auto& row : decode_rows(model, dtype, reps, temperature)) r["rows"].push_back(row);
+      for (auto& row : decode_rows(model, dtype, reps, temperature, batches))
+        r["rows"].push_back(row);
     }
     if (!llamacpp.empty()) {
       const json l = json::parse(read_file(llamacpp));

@@ -104,6 +104,73 @@ TEST_CASE(
   }
 }
 
+namespace {
+
+// A weight as a GGUF's Q8_0 block stores it, dequantised: per block of 32 an fp16 scale d times
+// int8 codes, the block's largest magnitude at +-127 (as ggml rounds it).
+torch::Tensor q8_0_weight(int64_t out, int64_t in) {
+  auto d = (torch::rand({out, in / 32, 1}) * 0.01 + 1e-4).to(torch::kHalf).to(torch::kFloat32);
+  auto q = torch::randint(-127, 128, {out, in / 32, 32}).to(torch::kFloat32);
+  q.select(2, 5).fill_(-127);
+  return (q * d).reshape({out, in});
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the Q8 output-layer copy is made only where it is exact and equals its matmul within the "
+    "activations' rounding on every path",
+    "[models][cpu_matvec]") {
+  KernelSettings restore;
+  torch::manual_seed(15);
+  for (int64_t in : {64, 192, 576}) {
+    auto dense = q8_0_weight(70, in);
+    dense.index_put_({3, torch::indexing::Slice(32, 64)}, 0.0);  // an all-zero block
+    auto q = models::q8_exact_quantize(dense);
+    REQUIRE(q.has_value());
+    CHECK(q->codes.scalar_type() == torch::kInt8);
+    CHECK(q->bytes() == 70 * in + 70 * (in / 32) * 4);
+    CHECK(torch::equal(models::q8_dequantize(*q), dense));
+    auto w = dense.to(torch::kFloat64);
+    for (int64_t rows : {1, 2, 3, 8, 9}) {
+      INFO("in " << in << " rows " << rows);
+      auto x = torch::randn({rows, in});
+      auto reference = torch::matmul(x.to(torch::kFloat64), w.t());
+      auto bound =
+          error_bound(x.to(torch::kFloat64), w, torch::zeros({70, in / 64}, torch::kFloat64));
+      check_every_path([&] { return models::q8_matvec_cpu(x, *q); }, reference, bound);
+    }
+  }
+  // Weights that are not 8-bit blocks keep the 16-bit copy: trained values, and one code off a
+  // Q8_0 grid by a little more than the Q16 copy's rounding.
+  CHECK_FALSE(models::q8_exact_quantize(torch::randn({8, 64})).has_value());
+  auto nudged = q8_0_weight(4, 64);
+  const double block_max = nudged[1].narrow(0, 0, 32).abs().max().item<double>();
+  nudged[1][7] = nudged[1][7].item<float>() + float(block_max * 2e-5);
+  CHECK_FALSE(models::q8_exact_quantize(nudged).has_value());
+  auto bad = q8_0_weight(4, 64);
+  bad[0][0] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_FALSE(models::q8_exact_quantize(bad).has_value());
+  CHECK_THROWS_AS(models::q8_exact_quantize(torch::randn({4, 100})), Error);
+
+  // The output layer takes the 8-bit copy where it is exact and the 16-bit one otherwise.
+  torch::NoGradGuard no_grad;
+  auto x = torch::randn({2, 64});
+  models::DecodingHead head;
+  auto exact = q8_0_weight(40, 64);
+  auto y = models::fused_output_layer(x, exact, head);
+  REQUIRE(y.has_value());
+  CHECK(head.q8.has_value());
+  CHECK(head.bytes() == head.q8->bytes());
+  CHECK(torch::equal(*y, models::q8_matvec_cpu(x, *head.q8)));
+  models::DecodingHead trained_head;
+  auto trained = torch::randn({40, 64});
+  y = models::fused_output_layer(x, trained, trained_head);
+  REQUIRE(y.has_value());
+  CHECK_FALSE(trained_head.q8.has_value());
+  CHECK(torch::equal(*y, models::q16_matvec_cpu(x, models::q16_quantize(trained))));
+}
+
 TEST_CASE(
     "the decoding kernels take bf16 activations, give NaN for non-finite ones and refuse "
     "what they cannot read",
