@@ -379,7 +379,7 @@ int main(int argc, char** argv) {
   try {
     std::string flag_item;
     const std::vector<int64_t> batches = number_list(batches_text);
-    for (std::stringstream in(dtypes); std::getline(in, flag_item);)
+    for (std::stringstream in(dtypes); std::getline(in, flag_item, ',');)
       if (flag_item != "float32" && flag_item != "bfloat16")
         throw Error("--dtypes takes float32 and bfloat16, got " + dtypes);
     torch::set_num_threads(threads);
