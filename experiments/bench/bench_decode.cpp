@@ -225,7 +225,7 @@ json decode_rows(models::LlamaForCausalLM& model, torch::Dtype dtype, int reps, 
         torch::NoGradGuard no_grad;
         models::generate(model, prompts, o);
       };
-      run(2);  // warm-up (and the output layer's 16-bit copy)
+      run(2);  // warm-up (and the output layer's decoding copy)
       std::vector<double> first, all;
       for (int i = 0; i < reps; ++i) {
         first.push_back(seconds([&] { run(1); }));
@@ -292,7 +292,7 @@ std::string table(const json& r, const std::string& command) {
     << "| arrays of 3 x " << r["triad_small_mib"] << " MiB (in cache) | "
     << fixed(r["triad_small_gb_s"], 1) << " |\n\n"
     << "`fused` is the decoding kernel (NF4 blocks read directly, the output layer from its "
-    << "16-bit copy; at most " << models::fused_max_rows(torch::kFloat32) << " rows per layer "
+    << "decoding copy; at most " << models::fused_max_rows(torch::kFloat32) << " rows per layer "
     << "call in fp32 and " << models::fused_max_rows(torch::kBFloat16) << " in bf16, so batches "
     << "above that take the dense path either way); `dense` is dequantise-once-then-matmul, "
     << "the path before the kernel. Weight bytes are what one step reads (the NF4 blocks, and the "
