@@ -694,6 +694,16 @@ QuantizedRows quantize_rows(const T* x, int64_t rows, int64_t in, ActivationOrde
 bool whole_blocks_per_row(int64_t dims, int64_t in) {
   return dims == 2 && in > 0 && in % kBlock == 0;
 }
+bool whole_blocks_per_row(const torch::Tensor& weight) {
+  return whole_blocks_per_row(weight.dim(), weight.dim() == 2 ? weight.size(1) : 0);
+}
+
+// The check before a dense weight's decoding copy (Q16 or Q8) is made: an Error naming `what`.
+void require_whole_blocks(const torch::Tensor& weight, const std::string& what) {
+  if (!whole_blocks_per_row(weight))
+    throw Error(what + ": expected [out, in] with in a multiple of 64, got " +
+                shape_text(weight.sizes()));
+}
 
 void check_input(const torch::Tensor& x, int64_t in, const char* what) {
   if (!x.device().is_cpu()) throw Error(std::string(what) + ": the activations are not on the CPU");
@@ -805,9 +815,7 @@ void force_cpu_isa(std::optional<CpuIsa> isa) {
 }
 
 Q16Weight q16_quantize(const torch::Tensor& weight) {
-  if (!whole_blocks_per_row(weight.dim(), weight.dim() == 2 ? weight.size(1) : 0))
-    throw Error("q16 weight: expected [out, in] with in a multiple of 64, got " +
-                shape_text(weight.sizes()));
+  require_whole_blocks(weight, "q16 weight");
   torch::NoGradGuard no_grad;
   const int64_t out = weight.size(0), in = weight.size(1), blocks = in / kBlock;
   auto w = weight.detach().to(torch::kCPU, torch::kFloat32).reshape({out, blocks, kBlock});
@@ -832,9 +840,7 @@ torch::Tensor q16_dequantize(const Q16Weight& weight) {
 }
 
 std::optional<Q8Weight> q8_exact_quantize(const torch::Tensor& weight) {
-  if (!whole_blocks_per_row(weight.dim(), weight.dim() == 2 ? weight.size(1) : 0))
-    throw Error("q8 weight: expected [out, in] with in a multiple of 64, got " +
-                shape_text(weight.sizes()));
+  require_whole_blocks(weight, "q8 weight");
   torch::NoGradGuard no_grad;
   const int64_t out = weight.size(0), in = weight.size(1), blocks = in / kQ8Block;
   auto w = weight.detach().to(torch::kCPU, torch::kFloat32).reshape({out, blocks, kQ8Block});
@@ -856,8 +862,7 @@ torch::Tensor q8_dequantize(const Q8Weight& weight) {
 }
 
 bool cpu_matvec_supports(const torch::Tensor& weight) {
-  return weight.device().is_cpu() &&
-         whole_blocks_per_row(weight.dim(), weight.dim() == 2 ? weight.size(1) : 0);
+  return weight.device().is_cpu() && whole_blocks_per_row(weight);
 }
 
 bool cpu_matvec_supports(const Nf4Weight& weight) {

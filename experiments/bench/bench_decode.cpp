@@ -18,6 +18,7 @@
 // needs repeated).
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -265,6 +266,22 @@ std::vector<int64_t> number_list(const std::string& text) {
   return out;
 }
 
+// "float32,bfloat16" as the dtypes the decode sweep runs, in the sweep's order.
+std::vector<torch::Dtype> dtype_list(const std::string& text) {
+  std::vector<std::string> names;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item != "float32" && item != "bfloat16")
+      throw Error("--dtypes takes float32 and bfloat16, got " + text);
+    names.push_back(item);
+  }
+  std::vector<torch::Dtype> out;
+  for (auto [name, dtype] : {std::pair{"float32", torch::kFloat32}, {"bfloat16", torch::kBFloat16}})
+    if (std::find(names.begin(), names.end(), name) != names.end()) out.push_back(dtype);
+  if (out.empty()) throw Error("--dtypes is empty");
+  return out;
+}
+
 std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
@@ -377,11 +394,8 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    std::string flag_item;
     const std::vector<int64_t> batches = number_list(batches_text);
-    for (std::stringstream in(dtypes); std::getline(in, flag_item, ',');)
-      if (flag_item != "float32" && flag_item != "bfloat16")
-        throw Error("--dtypes takes float32 and bfloat16, got " + dtypes);
+    const std::vector<torch::Dtype> decode_dtypes = dtype_list(dtypes);
     torch::set_num_threads(threads);
     if (!isa.empty()) {
       bool known = false;
@@ -409,9 +423,7 @@ int main(int argc, char** argv) {
     }
     if (part == "kernels") return 0;
     r["rows"] = json::array();
-    for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
-      if (dtypes.find(dtype == torch::kFloat32 ? "float32" : "bfloat16") == std::string::npos)
-        continue;
+    for (auto dtype : decode_dtypes) {
       auto model = dtype == torch::kFloat32 ? fp32_model : load_nf4(dir, dtype);
       for (auto& row : decode_rows(model, dtype, reps, temperature, batches))
         r["rows"].push_back(row);
