@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <set>
@@ -839,9 +840,137 @@ torch::Tensor q16_dequantize(const Q16Weight& weight) {
   return (codes * weight.scales.unsqueeze(2)).reshape({weight.out_features, weight.in_features});
 }
 
+namespace {
+
+// A bf16 weight's 8-bit copy. A bf16 value keeps 8 significant bits and an int8 code times an
+// fp32 scale up to 31, so a bf16 weight is never 8-bit blocks to the Q16 copy's rounding; but one
+// rounded from 8-bit blocks (a GGUF's Q8_0 layer loaded in bf16) is recovered as it was rounded:
+// some scale makes every code times it round to the stored bf16 value. Value i admits the scales
+// in [lower_i, upper_i] / code_i: its rounding interval (the midpoints to its bf16 neighbours)
+// over its code.
+struct Bf16Rounding {
+  double value = 0, lower = 0, upper = 0;
+  bool even = true;  // a tie rounds to this value when its last bit is 0
+};
+
+double bf16_bits_value(uint32_t bits) {
+  const uint32_t word = bits << 16;
+  float v;
+  std::memcpy(&v, &word, sizeof v);
+  return double(v);
+}
+
+Bf16Rounding bf16_rounding(c10::BFloat16 w) {
+  const uint32_t bits = w.x & 0x7fffu;  // the magnitude's
+  const double value = bf16_bits_value(bits);
+  const double previous = bits ? bf16_bits_value(bits - 1) : 0.0;
+  return {value, (value + previous) / 2, (value + bf16_bits_value(bits + 1)) / 2, (bits & 1) == 0};
+}
+
+// Whether every value comes back from its code times `scale`, by bf16's rounding (ties to even);
+// in double, where an int8 code times an fp32 scale is exact.
+bool rounds_back(const Bf16Rounding* r, int64_t n, float scale) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double code = std::min<double>(kQ8Max, std::nearbyint(r[i].value / scale));
+    const double product = code * double(scale);
+    if (r[i].value == 0) {
+      if (code != 0) return false;
+      continue;
+    }
+    const bool inside = (product > r[i].lower && product < r[i].upper) ||
+                        ((product == r[i].lower || product == r[i].upper) && r[i].even);
+    if (!inside) return false;
+  }
+  return true;
+}
+
+// The scale of one block of `n` bf16 values, or nullopt where none makes them round back. The
+// largest value has code 127 (as Q8_0 rounds it), which bounds the scale to within a bf16 step;
+// a value's code is then one of three (its quotient by the middle of the bound, rounded, and the
+// two beside it), and the codes whose interval meets the bound narrow it, round by round, until
+// no round leaves fewer values with two codes. The middle of the bound is tried first, then the
+// ends and middles of the intervals the last round admitted.
+std::optional<float> bf16_block_scale(const c10::BFloat16* w, int64_t n) {
+  Bf16Rounding r[kQ8Block];
+  int64_t top = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    r[i] = bf16_rounding(w[i]);
+    if (r[i].value > r[top].value) top = i;
+  }
+  if (r[top].value == 0) return 0.0f;
+  double a = r[top].lower / kQ8Max, b = r[top].upper / kQ8Max;
+  std::vector<double> tries;
+  for (int64_t undecided = -1;;) {
+    const double middle = (a + b) / 2;
+    double next_a = a, next_b = b;
+    int64_t now = 0;
+    tries.clear();
+    for (int64_t i = 0; i < n; ++i) {
+      if (r[i].value == 0) continue;
+      const double guess = std::nearbyint(r[i].value / middle);
+      double from = std::numeric_limits<double>::infinity(), to = -from;
+      int count = 0;
+      for (double code = guess - 1; code <= guess + 1; ++code) {
+        if (code < 1 || code > kQ8Max) continue;
+        const double lo = std::max(r[i].lower / code, a), hi = std::min(r[i].upper / code, b);
+        // A relative 1e-12 for the division's rounding where the bound is one point (a tie).
+        if (lo > hi * (1 + 1e-12)) continue;
+        ++count;
+        from = std::min(from, lo), to = std::max(to, hi);
+        tries.insert(tries.end(), {lo, hi, (lo + hi) / 2});
+      }
+      if (count == 0) return std::nullopt;  // the bound's codes are these three at most
+      next_a = std::max(next_a, from), next_b = std::min(next_b, to);
+      now += count > 1;
+    }
+    a = next_a, b = next_b;
+    if (now == undecided) break;
+    undecided = now;
+  }
+  if (rounds_back(r, n, float((a + b) / 2))) return float((a + b) / 2);
+  for (double s : tries)
+    if (rounds_back(r, n, float(s))) return float(s);
+  return std::nullopt;
+}
+
+// The 8-bit copy of a bf16 weight [out, in], or nullopt where some block has no scale.
+std::optional<Q8Weight> bf16_q8_copy(const torch::Tensor& weight) {
+  const auto w = weight.detach().to(torch::kCPU).contiguous();
+  const int64_t out = w.size(0), in = w.size(1), blocks = in / kQ8Block;
+  auto codes = torch::empty({out, in}, torch::kInt8);
+  auto scales = torch::empty({out, blocks}, torch::kFloat32);
+  const c10::BFloat16* values = w.data_ptr<c10::BFloat16>();
+  int8_t* code = codes.data_ptr<int8_t>();
+  float* scale = scales.data_ptr<float>();
+  std::atomic<bool> exact{true};
+  at::parallel_for(0, out * blocks, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end && exact.load(std::memory_order_relaxed); ++k) {
+      const auto s = bf16_block_scale(values + k * kQ8Block, kQ8Block);
+      if (!s) {
+        exact = false;
+        return;
+      }
+      scale[k] = *s;
+      for (int64_t i = 0; i < kQ8Block; ++i) {
+        const double v = double(float(values[k * kQ8Block + i]));
+        code[k * kQ8Block + i] =
+            int8_t(*s == 0 ? 0 : std::clamp<double>(std::nearbyint(v / *s), -kQ8Max, kQ8Max));
+      }
+    }
+  });
+  if (!exact) return std::nullopt;
+  return Q8Weight{out, in, codes, scales};
+}
+
+}  // namespace
+
 std::optional<Q8Weight> q8_exact_quantize(const torch::Tensor& weight) {
   require_whole_blocks(weight, "q8 weight");
   torch::NoGradGuard no_grad;
+  if (weight.scalar_type() == torch::kBFloat16) {
+    if (!torch::isfinite(weight).all().item<bool>()) return std::nullopt;
+    return bf16_q8_copy(weight);
+  }
   const int64_t out = weight.size(0), in = weight.size(1), blocks = in / kQ8Block;
   auto w = weight.detach().to(torch::kCPU, torch::kFloat32).reshape({out, blocks, kQ8Block});
   auto absmax = w.abs().amax(2);

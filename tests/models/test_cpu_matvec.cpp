@@ -153,6 +153,39 @@ TEST_CASE(
   CHECK_FALSE(models::q8_exact_quantize(bad).has_value());
   CHECK_THROWS_AS(models::q8_exact_quantize(torch::randn({4, 100})), Error);
 
+  // A bf16 weight rounded from 8-bit blocks gets a copy whose every value rounds back to it: it
+  // lies within half a bf16 step of the stored value (the midpoints to its neighbours, counted
+  // here in double, where code times scale is exact). A bf16 weight of other values, or one value
+  // moved half a code off its block's grid, gets none.
+  for (int64_t in : {64, 576}) {
+    INFO("bf16, in " << in);
+    auto rounded = q8_0_weight(50, in).to(torch::kBFloat16);
+    auto q = models::q8_exact_quantize(rounded);
+    REQUIRE(q.has_value());
+    auto values = (q->codes.to(torch::kFloat64).reshape({50, in / 32, 32}) *
+                   q->scales.to(torch::kFloat64).unsqueeze(2))
+                      .reshape({50, in});
+    auto w = rounded.to(torch::kFloat64);
+    auto bits = rounded.abs().view(torch::kInt16);
+    auto up = (bits + 1).view(torch::kBFloat16).to(torch::kFloat64) - w.abs();
+    auto down = w.abs() - (bits - 1).clamp_min(0).view(torch::kBFloat16).to(torch::kFloat64);
+    auto excess = values.abs() - w.abs();
+    CHECK((excess <= up / 2).all().item<bool>());
+    CHECK((-excess <= down / 2).all().item<bool>());
+    CHECK((values * w >= 0).all().item<bool>());
+    auto x = torch::randn({3, in});
+    auto reference = torch::matmul(x.to(torch::kFloat64), w.t());
+    auto bound =
+        error_bound(x.to(torch::kFloat64), w, torch::zeros({50, in / 64}, torch::kFloat64)) +
+        torch::matmul(x.to(torch::kFloat64).abs(), w.abs().t()) * std::ldexp(1.0, -8);
+    check_every_path([&] { return models::q8_matvec_cpu(x, *q); }, reference, bound);
+  }
+  CHECK_FALSE(models::q8_exact_quantize(torch::randn({8, 64}).to(torch::kBFloat16)).has_value());
+  auto off_grid = q8_0_weight(4, 64);
+  const float step = off_grid[2].narrow(0, 0, 32).abs().max().item<float>() / 127;
+  off_grid[2][9] = 3.5f * step;  // halfway between codes 3 and 4 of its block
+  CHECK_FALSE(models::q8_exact_quantize(off_grid.to(torch::kBFloat16)).has_value());
+
   // The output layer takes the 8-bit copy where it is exact and the 16-bit one otherwise.
   torch::NoGradGuard no_grad;
   auto x = torch::randn({2, 64});
@@ -169,6 +202,10 @@ TEST_CASE(
   REQUIRE(y.has_value());
   CHECK_FALSE(trained_head.q8.has_value());
   CHECK(torch::equal(*y, models::q16_matvec_cpu(x, models::q16_quantize(trained))));
+  models::DecodingHead bf16_head;
+  y = models::fused_output_layer(x.to(torch::kBFloat16), exact.to(torch::kBFloat16), bf16_head);
+  REQUIRE(y.has_value());
+  CHECK(bf16_head.q8.has_value());
 }
 
 TEST_CASE(
