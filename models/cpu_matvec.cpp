@@ -327,19 +327,40 @@ CITEFORGE_SSE41 void q8_row_sse41(const int8_t* codes, const RowJob& job) {
     q8_row_sse41_one<R>(codes + j * job.codes_per_row, job.row(j));
 }
 
+// The activation rows' block scales times the weight's for blocks b0 to b0 + 7 (fewer at the
+// row's end): the product every path rounds once in fp32, here eight at a time, so each block
+// then loads its scale broadcast instead of multiplying two scalars.
+constexpr int64_t kScaleGroup = 8;
+template <int R>
+CITEFORGE_AVX2 CITEFORGE_INLINE void block_scales_avx2(const RowJob& job, int64_t b0,
+                                                       float (&scales)[R][kScaleGroup]) {
+  const int64_t blocks = job.in / kBlock, n = std::min(kScaleGroup, blocks - b0);
+  if (n == kScaleGroup) {
+    const __m256 ws = _mm256_loadu_ps(job.weight_scales + b0);
+    for (int r = 0; r < R; ++r)
+      _mm256_storeu_ps(scales[r],
+                       _mm256_mul_ps(ws, _mm256_loadu_ps(job.x_scales + r * blocks + b0)));
+    return;
+  }
+  for (int r = 0; r < R; ++r)
+    for (int64_t k = 0; k < n; ++k)
+      scales[r][k] = job.weight_scales[b0 + k] * job.x_scales[r * blocks + b0 + k];
+}
+
 // AVX2: w[c] holds slots 16c to 16c + 15, whose pairs are exactly the 8 lanes. No FMA: the
-// multiply and the add round separately, as on the other paths.
+// multiply and the add round separately, as on the other paths. `k` is block b's place in its
+// group of scales.
 template <int R>
 CITEFORGE_AVX2 CITEFORGE_INLINE void rows_avx2(const __m256i* w, int64_t b, const RowJob& job,
+                                               const float (&scales)[R][kScaleGroup], int64_t k,
                                                __m256 (&sums)[R]) {
-  const int64_t blocks = job.in / kBlock;
   for (int r = 0; r < R; ++r) {
     const __m256i* x = reinterpret_cast<const __m256i*>(job.xq + r * job.in + b * kBlock);
     const __m256i a = _mm256_add_epi32(_mm256_madd_epi16(w[0], _mm256_loadu_si256(x)),
                                        _mm256_madd_epi16(w[1], _mm256_loadu_si256(x + 1)));
     const __m256i c = _mm256_add_epi32(_mm256_madd_epi16(w[2], _mm256_loadu_si256(x + 2)),
                                        _mm256_madd_epi16(w[3], _mm256_loadu_si256(x + 3)));
-    const __m256 scale = _mm256_set1_ps(job.weight_scales[b] * job.x_scales[r * blocks + b]);
+    const __m256 scale = _mm256_broadcast_ss(&scales[r][k]);
     sums[r] =
         _mm256_add_ps(sums[r], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a, c)), scale));
   }
@@ -354,46 +375,58 @@ CITEFORGE_AVX2 CITEFORGE_INLINE void finish_avx2(const RowJob& job, const __m256
   }
 }
 
+// `low` and `high`: the levels' low and high bytes in both 128-bit halves.
 template <int R>
-CITEFORGE_AVX2 CITEFORGE_INLINE void nf4_row_avx2_one(const uint8_t* packed, const RowJob& job) {
-  const LevelTables& t = level_tables();
-  const __m256i low =
-      _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.low)));
-  const __m256i high =
-      _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.high)));
+CITEFORGE_AVX2 CITEFORGE_INLINE void nf4_row_avx2_one(const uint8_t* packed, const RowJob& job,
+                                                      __m256i low, __m256i high) {
   const __m256i nibble = _mm256_set1_epi8(15);
+  const int64_t blocks = job.in / kBlock;
   __m256 sums[R];
   for (int r = 0; r < R; ++r) sums[r] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < job.in / kBlock; ++b) {
-    // The shuffles and unpacks work within each 128-bit half (pairs 0-15 | 16-31), which
-    // yields the lane order directly: [0-7 | 16-23] and [8-15 | 24-31].
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed + b * 32));
-    const __m256i even = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-    const __m256i odd = _mm256_and_si256(v, nibble);
-    const __m256i el = _mm256_shuffle_epi8(low, even), eh = _mm256_shuffle_epi8(high, even);
-    const __m256i ol = _mm256_shuffle_epi8(low, odd), oh = _mm256_shuffle_epi8(high, odd);
-    const __m256i w[4] = {_mm256_unpacklo_epi8(el, eh), _mm256_unpackhi_epi8(el, eh),
-                          _mm256_unpacklo_epi8(ol, oh), _mm256_unpackhi_epi8(ol, oh)};
-    rows_avx2<R>(w, b, job, sums);
+  for (int64_t b0 = 0; b0 < blocks; b0 += kScaleGroup) {
+    float scales[R][kScaleGroup];
+    block_scales_avx2<R>(job, b0, scales);
+    for (int64_t b = b0; b < std::min(b0 + kScaleGroup, blocks); ++b) {
+      // The shuffles and unpacks work within each 128-bit half (pairs 0-15 | 16-31), which
+      // yields the lane order directly: [0-7 | 16-23] and [8-15 | 24-31].
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed + b * 32));
+      const __m256i even = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+      const __m256i odd = _mm256_and_si256(v, nibble);
+      const __m256i el = _mm256_shuffle_epi8(low, even), eh = _mm256_shuffle_epi8(high, even);
+      const __m256i ol = _mm256_shuffle_epi8(low, odd), oh = _mm256_shuffle_epi8(high, odd);
+      const __m256i w[4] = {_mm256_unpacklo_epi8(el, eh), _mm256_unpackhi_epi8(el, eh),
+                            _mm256_unpacklo_epi8(ol, oh), _mm256_unpackhi_epi8(ol, oh)};
+      rows_avx2<R>(w, b, job, scales, b - b0, sums);
+    }
   }
   finish_avx2<R>(job, sums);
 }
 
 template <int R>
 CITEFORGE_AVX2 void nf4_row_avx2(const uint8_t* packed, const RowJob& job) {
+  const LevelTables& t = level_tables();
+  const __m256i low =
+      _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.low)));
+  const __m256i high =
+      _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.high)));
   for (int64_t j = 0; j < job.out_rows; ++j)
-    nf4_row_avx2_one<R>(packed + j * job.codes_per_row, job.row(j));
+    nf4_row_avx2_one<R>(packed + j * job.codes_per_row, job.row(j), low, high);
 }
 
 template <int R>
 CITEFORGE_AVX2 CITEFORGE_INLINE void q16_row_avx2_one(const int16_t* codes, const RowJob& job) {
+  const int64_t blocks = job.in / kBlock;
   __m256 sums[R];
   for (int r = 0; r < R; ++r) sums[r] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < job.in / kBlock; ++b) {
-    __m256i w[4];
-    for (int c = 0; c < 4; ++c)
-      w[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + b * kBlock + 16 * c));
-    rows_avx2<R>(w, b, job, sums);
+  for (int64_t b0 = 0; b0 < blocks; b0 += kScaleGroup) {
+    float scales[R][kScaleGroup];
+    block_scales_avx2<R>(job, b0, scales);
+    for (int64_t b = b0; b < std::min(b0 + kScaleGroup, blocks); ++b) {
+      __m256i w[4];
+      for (int c = 0; c < 4; ++c)
+        w[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + b * kBlock + 16 * c));
+      rows_avx2<R>(w, b, job, scales, b - b0, sums);
+    }
   }
   finish_avx2<R>(job, sums);
 }
