@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "models/fused_matmul.h"
+#include "models/lora_rows.h"
 #include "models/nf4_linear.h"
 #include "models/rms_norm_loop.h"
 
@@ -83,6 +84,9 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
   const auto& B = reference ? reference_B : lora_B;
   // The adapter path runs in the adapters' dtype (fp32) even on a bf16 model, as peft's 4-bit
   // layers do: its small update would otherwise be rounded to bf16 before it is added.
+  const bool dropout = lora_dropout > 0 && !reference && is_training();
+  // A decoding step's rows; y is this call's own output.
+  if (!dropout && lora_rows_add_(y, x, A, B, lora_scale)) return y;
   auto h = lora_dropout > 0 && !reference ? torch::dropout(x, lora_dropout, is_training()) : x;
   if (h.scalar_type() != A.scalar_type()) h = h.to(A.scalar_type());
   auto update = torch::linear(torch::linear(h, A), B.to(A.scalar_type())) * lora_scale;
