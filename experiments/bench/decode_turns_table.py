@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Prints the table of experiments/bench/decode_turns.sh's turns: per turn llama.cpp's batch-1
+decode tokens/s and citeforge's (fused path, fp32 and bf16) with their ratios, then the median
+ratio and how many turns reached llama.cpp in each dtype.
+
+    python3 experiments/bench/decode_turns_table.py OUT
+"""
+import json
+import statistics
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    out = Path(sys.argv[1])
+    rows, ratios = [], {"float32": [], "bfloat16": []}
+    n = 1
+    while (out / f"llamacpp_{n}.json").exists() and (out / f"citeforge_{n}.json").exists():
+        try:
+            llama = json.loads((out / f"llamacpp_{n}.json").read_text())
+            ours = json.loads((out / f"citeforge_{n}.json").read_text())
+            reference = llama["generate"]["llama_cpp"]["batches"]["batch_1"]["decode_tokens_per_s"]
+            fused = {r["dtype"]: r["tokens_per_s"] for r in ours["rows"]
+                     if r["batch"] == 1 and r["fused"]}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"{out}: turn {n}: unreadable ({e})", file=sys.stderr)
+            return 1
+        cells = [f"{n}", f"{reference:.1f}"]
+        for dtype in ("float32", "bfloat16"):
+            if dtype in fused:
+                ratios[dtype].append(fused[dtype] / reference)
+                cells += [f"{fused[dtype]:.1f}", f"{fused[dtype] / reference:.2f}x"]
+            else:
+                cells += ["-", "-"]
+        rows.append(cells)
+        n += 1
+    if not rows:
+        print(f"{out}: no turns (llamacpp_N.json and citeforge_N.json)", file=sys.stderr)
+        return 1
+    print("| turn | llama.cpp tokens/s | citeforge fp32 | ratio | citeforge bf16 | ratio |")
+    print("|---|---|---|---|---|---|")
+    for cells in rows:
+        print("| " + " | ".join(cells) + " |")
+    print()
+    for dtype, label in (("float32", "fp32"), ("bfloat16", "bf16")):
+        r = ratios[dtype]
+        if r:
+            print(f"{label}: median ratio {statistics.median(r):.2f}x, "
+                  f"{sum(x >= 1 for x in r)} of {len(r)} turns at or above llama.cpp "
+                  f"(range {min(r):.2f}x to {max(r):.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
