@@ -94,7 +94,8 @@ bool lora_rows_add_(torch::Tensor& y, const torch::Tensor& x, const torch::Tenso
                     const torch::Tensor& B, double scale) {
   if (torch::GradMode::is_enabled() || x.dim() == 0 || !x.device().is_cpu()) return false;
   const int64_t in = x.size(-1), rows = in ? x.numel() / in : 0;
-  if (rows == 0 || rows > fused_max_rows(torch::kFloat32)) return false;
+  // The decoding kernels' rule (fp32 adapters): rows enough few, on the CPU, and switched on.
+  if (rows == 0 || !fused_kernel_applies(rows, torch::kFloat32, x.device())) return false;
   if (A.scalar_type() != torch::kFloat32 || B.scalar_type() != torch::kFloat32 ||
       !A.is_contiguous() || !B.is_contiguous() || A.dim() != 2 || B.dim() != 2 || A.size(1) != in ||
       B.size(1) != A.size(0) || !A.device().is_cpu() || !B.device().is_cpu())

@@ -55,8 +55,11 @@ TEST_CASE("the LoRA term's decoding loops add what ATen's operators add, the sam
   }
 }
 
-TEST_CASE("the LoRA term's loops leave grad mode, large calls and other layouts to ATen",
-          "[models][lora_rows]") {
+TEST_CASE(
+    "the LoRA term's loops leave grad mode, large calls, other layouts and decoding with the "
+    "kernels off to ATen",
+    "[models][lora_rows]") {
+  testing::KernelSettings restore;
   torch::manual_seed(24);
   auto x = torch::randn({2, 64}), y = torch::randn({2, 32});
   auto A = torch::randn({4, 64}), B = torch::randn({32, 4});
@@ -69,6 +72,8 @@ TEST_CASE("the LoRA term's loops leave grad mode, large calls and other layouts 
   CHECK_FALSE(models::lora_rows_add_(y, x, A.t().contiguous().t(), B, 1.0));  // not contiguous
   auto narrow_y = torch::randn({2, 64}).narrow(1, 0, 32);
   CHECK_FALSE(models::lora_rows_add_(narrow_y, x, A, B, 1.0));
+  models::set_fused_decoding(false);  // the path before the kernels, which benchmarks compare
+  CHECK_FALSE(models::lora_rows_add_(y, x, A, B, 1.0));
   CHECK(torch::equal(y, before));
 }
 
