@@ -9,13 +9,15 @@
 //   build/bench_decode [--model weights/SmolLM2-135M-Instruct.Q4_1.gguf] [--threads 2]
 //                      [--reps 5] [--llamacpp FILE.json] [--temperature 0]
 //                      [--part all|kernels|decode] [--batches 1,4,8,16,32] [--dtypes
-//                      float32,bfloat16]
+//                      float32,bfloat16] [--lora-rank 0]
 //                      [--out experiments/bench/results/decode_cpu.md]
 //
 // --temperature T > 0 samples at T, as PPO's rollouts do (the demo's 0.7), so a step also draws
 // each row's token; --part decode leaves out the kernel sweep. --batches and --dtypes narrow the
 // decode sweep (batch 1 alone, taken in turns with llama.cpp's, is the comparison a noisy machine
-// needs repeated).
+// needs repeated). --lora-rank R > 0 decodes with LoRA adapters of rank R (alpha 2R) on every
+// projection, their B drawn as bench_ppo_precision's trained adapters are (N(0, 0.01)), as a PPO
+// rollout or an evaluation of a trained checkpoint decodes.
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -39,6 +41,7 @@
 #include "models/generate.h"
 #include "models/gguf_import.h"
 #include "models/llama.h"
+#include "models/lora.h"
 
 using namespace citeforge;
 using nlohmann::json;
@@ -95,12 +98,22 @@ double step_weight_bytes(models::LlamaForCausalLM& model, torch::Dtype dtype, bo
   return bytes;
 }
 
-// SmolLM2 with its NF4 base, its other weights in `dtype`.
-models::LlamaForCausalLM load_nf4(const std::string& dir, torch::Dtype dtype) {
+// SmolLM2 with its NF4 base, its other weights in `dtype`, and adapters of `lora_rank` (none
+// at 0) on every projection.
+models::LlamaForCausalLM load_nf4(const std::string& dir, torch::Dtype dtype, int64_t lora_rank) {
   models::LoadOptions options;
   options.nf4 = true;
   options.dtype = dtype;
   auto model = models::load_model(dir, options);
+  if (lora_rank > 0) {
+    models::LoraConfig lora;
+    lora.spec = {lora_rank, 2.0 * double(lora_rank), 0.0};
+    models::attach_lora(model, lora);
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(0);
+    for (auto& [name, p] : models::lora_parameters(model))
+      if (name.ends_with("lora_B")) p.normal_(0.0, 0.01);
+  }
   model->eval();
   return model;
 }
@@ -363,6 +376,7 @@ int main(int argc, char** argv) {
   std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", out, llamacpp, part = "all", isa;
   std::string batches_text = "1,4,8,16,32", dtypes = "float32,bfloat16";
   int threads = 2, reps = 5;
+  int64_t lora_rank = 0;
   double temperature = 0;
   std::string command = "build/bench_decode";
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -388,6 +402,8 @@ int main(int argc, char** argv) {
       dtypes = value;
     else if (flag == "--isa")  // a kernel path other than the detected one, to compare paths
       isa = value;
+    else if (flag == "--lora-rank")
+      lora_rank = std::stoll(value);
     else {
       std::fprintf(stderr, "bench_decode: unknown flag %s\n", flag.c_str());
       return 2;
@@ -416,7 +432,9 @@ int main(int argc, char** argv) {
     r["triad_small_mib"] = double(small * 4) / double(1 << 20);
     r["triad_large_gb_s"] = triad_gb_per_s(large, reps);
     r["triad_small_gb_s"] = triad_gb_per_s(small, 50 * reps);
-    auto fp32_model = load_nf4(dir, torch::kFloat32);
+    if (lora_rank < 0) throw Error("--lora-rank must be 0 or more");
+    r["lora_rank"] = lora_rank;
+    auto fp32_model = load_nf4(dir, torch::kFloat32, lora_rank);
     if (part != "decode") {
       r["kernels"] = kernel_rows(fp32_model, reps);
       r["attention"] = attention_rows(fp32_model->config, reps);
@@ -424,7 +442,7 @@ int main(int argc, char** argv) {
     if (part == "kernels") return 0;
     r["rows"] = json::array();
     for (auto dtype : decode_dtypes) {
-      auto model = dtype == torch::kFloat32 ? fp32_model : load_nf4(dir, dtype);
+      auto model = dtype == torch::kFloat32 ? fp32_model : load_nf4(dir, dtype, lora_rank);
       for (auto& row : decode_rows(model, dtype, reps, temperature, batches))
         r["rows"].push_back(row);
     }
