@@ -8,7 +8,11 @@
 // them; here random weights of the size SFT leaves, so the adapter path carries a real update).
 //
 //   build/bench_ppo_precision [--model weights/SmolLM2-135M-Instruct.Q4_1.gguf] [--batch 8]
+//                             [--bases dense,nf4]
 //                             [--out experiments/bench/results/ppo_precision_cpu.md]
+//
+// --bases nf4 leaves out the dense bases, whose bf16 rollouts take minutes a row on a CPU without
+// bf16 instructions.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -88,7 +92,7 @@ Row measure(const std::string& model_dir, const models::Tokenizer& tokenizer,
 
 int main(int argc, char** argv) {
   bench::require_flag_pairs(argc, argv);
-  std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", out;
+  std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", out, bases = "dense,nf4";
   int batch = 8;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
@@ -98,6 +102,8 @@ int main(int argc, char** argv) {
       batch = std::stoi(argv[i + 1]);
     else if (flag == "--out")
       out = argv[i + 1];
+    else if (flag == "--bases")
+      bases = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -112,11 +118,22 @@ int main(int argc, char** argv) {
     auto world = data::generate_synth(synth);
     const auto& prompts = world.splits.front().examples;
 
+    bool with_dense = false, with_nf4 = false;
+    for (std::string rest = bases + ","; !rest.empty(); rest.erase(0, rest.find(',') + 1)) {
+      const std::string name = rest.substr(0, rest.find(','));
+      if (name == "dense")
+        with_dense = true;
+      else if (name == "nf4")
+        with_nf4 = true;
+      else
+        throw Error("--bases: expected dense and/or nf4, comma-separated, got '" + bases + "'");
+    }
     std::vector<Row> rows;
     for (auto [dtype, nf4] :
          {std::pair{torch::kFloat32, false}, std::pair{torch::kFloat32, true},
           std::pair{torch::kBFloat16, false}, std::pair{torch::kBFloat16, true}})
       for (bool trained : {false, true}) {
+        if (!(nf4 ? with_nf4 : with_dense)) continue;
         rows.push_back(measure(dir, tokenizer, prompts, dtype, nf4, trained));
         const auto& s = rows.back().stats;
         std::fprintf(stderr,
@@ -128,8 +145,8 @@ int main(int argc, char** argv) {
 
     std::ostringstream md;
     md << "# PPO's starting noise in fp32 and bf16\n\n"
-       << "`build/bench_ppo_precision --model " << model << " --batch " << batch
-       << "`: SmolLM2-135M-Instruct, " << batch
+       << "`build/bench_ppo_precision --model " << model << " --batch " << batch << " --bases "
+       << bases << "`: SmolLM2-135M-Instruct, " << batch
        << " prompts of a synthetic world (seed 1) (rage_numeric_key_last, smollm2 chat), "
           "one rollout at temperature 0.7 with up to 32 new tokens, LoRA r 16 on every "
           "projection, then the learner's scoring pass and its first minibatch of "
