@@ -82,12 +82,12 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
   if (!reference && (use_reference || !adapter_enabled)) return y;
   const auto& A = reference ? reference_A : lora_A;
   const auto& B = reference ? reference_B : lora_B;
-  // The adapter path runs in the adapters' dtype (fp32) even on a bf16 model, as peft's 4-bit
-  // layers do: its small update would otherwise be rounded to bf16 before it is added.
   const bool dropout = lora_dropout > 0 && !reference && is_training();
   // A decoding step's rows; y is this call's own output.
   if (!dropout && lora_rows_add_(y, x, A, B, lora_scale)) return y;
-  auto h = lora_dropout > 0 && !reference ? torch::dropout(x, lora_dropout, is_training()) : x;
+  // The adapter path runs in the adapters' dtype (fp32) even on a bf16 model, as peft's 4-bit
+  // layers do: its small update would otherwise be rounded to bf16 before it is added.
+  auto h = dropout ? torch::dropout(x, lora_dropout, /*train=*/true) : x;
   if (h.scalar_type() != A.scalar_type()) h = h.to(A.scalar_type());
   auto update = torch::linear(torch::linear(h, A), B.to(A.scalar_type())) * lora_scale;
   return y + update.to(y.scalar_type());

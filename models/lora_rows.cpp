@@ -92,7 +92,7 @@ void add_term(const float* x, int64_t rows, int64_t in, const float* A, int64_t 
 
 bool lora_rows_add_(torch::Tensor& y, const torch::Tensor& x, const torch::Tensor& A,
                     const torch::Tensor& B, double scale) {
-  if (torch::GradMode::is_enabled() || x.dim() == 0 || !x.device().is_cpu()) return false;
+  if (torch::GradMode::is_enabled() || x.dim() == 0) return false;
   const int64_t in = x.size(-1), rows = in ? x.numel() / in : 0;
   // The decoding kernels' rule (fp32 adapters): rows enough few, on the CPU, and switched on.
   if (rows == 0 || !fused_kernel_applies(rows, torch::kFloat32, x.device())) return false;
