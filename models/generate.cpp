@@ -27,6 +27,50 @@ struct CacheLayout {
   std::vector<int64_t> own_lengths;
 };
 
+// Puts the first `shared` tokens of `prompt` through the model once, as a batch of one, and
+// copies their keys and values into slots [0, shared) of every row of `cache`.
+void prefill_shared_prefix(LlamaForCausalLM& model, const std::vector<int64_t>& prompt,
+                           int64_t shared, KVCache& cache) {
+  const auto options = cache.keys.front().options();
+  const torch::Device device = options.device();
+  KVCache once = make_kv_cache(model->config, 1, shared, options);
+  const auto prefix =
+      torch::tensor(std::vector<int64_t>(prompt.begin(), prompt.begin() + shared), torch::kInt64);
+  model->hidden_states(prefix.unsqueeze(0).to(device),
+                       {torch::arange(shared, torch::kInt64).unsqueeze(0).to(device), {}}, &once);
+  for (size_t layer = 0; layer < cache.keys.size(); ++layer) {
+    cache.keys[layer]
+        .narrow(2, 0, shared)
+        .copy_(once.keys[layer].expand_as(cache.keys[layer].narrow(2, 0, shared)));
+    cache.values[layer]
+        .narrow(2, 0, shared)
+        .copy_(once.values[layer].expand_as(cache.values[layer].narrow(2, 0, shared)));
+  }
+  cache.length = shared;
+}
+
+// The prompts' own tokens (after the `layout.shared` ones already in `cache`) packed into one
+// sequence: each linear layer runs one matmul over all of them, and the padding a batch would
+// carry (a quarter of the slots of the demo's PPO prompts after their shared prefix) is not
+// computed; the attention runs prompt by prompt (models/llama.h, PackedRows). Returns their
+// final hidden states, [sum of own lengths, hidden], prompt after prompt.
+torch::Tensor packed_own_states(LlamaForCausalLM& model,
+                                const std::vector<std::vector<int64_t>>& prompts,
+                                const CacheLayout& layout, const AttentionInputs& inputs,
+                                KVCache& cache) {
+  const torch::Device device = cache.keys.front().device();
+  std::vector<int64_t> ids, positions;
+  for (const auto& p : prompts) {
+    ids.insert(ids.end(), p.begin() + layout.shared, p.end());
+    for (int64_t at = layout.shared; at < int64_t(p.size()); ++at) positions.push_back(at);
+  }
+  AttentionInputs packed{torch::tensor(positions, torch::kInt64).unsqueeze(0).to(device),
+                         inputs.key_mask,
+                         {layout.own_lengths, layout.own_width}};
+  return model->hidden_states(torch::tensor(ids, torch::kInt64).unsqueeze(0).to(device), packed,
+                              &cache)[0];
+}
+
 // Fills `cache` with the prompts as `layout` places them and returns the final hidden state of
 // each prompt's last token, [B, hidden]: all the prefill's logits need.
 torch::Tensor prefill(LlamaForCausalLM& model, const std::vector<std::vector<int64_t>>& prompts,
@@ -34,59 +78,23 @@ torch::Tensor prefill(LlamaForCausalLM& model, const std::vector<std::vector<int
                       KVCache& cache) {
   const int64_t B = static_cast<int64_t>(prompts.size());
   const int64_t shared = layout.shared, own_width = layout.own_width;
-  const auto options = cache.keys.front().options();
-  const torch::Device device = options.device();
-  const auto own_tokens = [&](int64_t b) {
-    return torch::tensor(
-        std::vector<int64_t>(prompts[size_t(b)].begin() + shared, prompts[size_t(b)].end()),
-        torch::kInt64);
-  };
-  // The shared tokens through the model once, as a batch of one; their keys and values go into
-  // every row.
-  KVCache once;
-  if (shared > 0) {
-    once = make_kv_cache(model->config, 1, shared, options);
-    const auto prefix = torch::tensor(
-        std::vector<int64_t>(prompts.front().begin(), prompts.front().begin() + shared),
-        torch::kInt64);
-    model->hidden_states(prefix.unsqueeze(0).to(device),
-                         {torch::arange(shared, torch::kInt64).unsqueeze(0).to(device), {}}, &once);
-    for (size_t layer = 0; layer < cache.keys.size(); ++layer) {
-      cache.keys[layer]
-          .narrow(2, 0, shared)
-          .copy_(once.keys[layer].expand_as(cache.keys[layer].narrow(2, 0, shared)));
-      cache.values[layer]
-          .narrow(2, 0, shared)
-          .copy_(once.values[layer].expand_as(cache.values[layer].narrow(2, 0, shared)));
-    }
-    cache.length = shared;
-  }
+  const torch::Device device = cache.keys.front().device();
+  if (shared > 0) prefill_shared_prefix(model, prompts.front(), shared, cache);
   if (!packed_rows) {
     auto ids = torch::zeros({B, own_width}, torch::kInt64);
-    for (int64_t b = 0; b < B; ++b)
+    for (int64_t b = 0; b < B; ++b) {
+      const auto& p = prompts[size_t(b)];
       ids[b]
           .narrow(0, own_width - layout.own_lengths[size_t(b)], layout.own_lengths[size_t(b)])
-          .copy_(own_tokens(b));
+          .copy_(torch::tensor(std::vector<int64_t>(p.begin() + shared, p.end()), torch::kInt64));
+    }
     return model->hidden_states(ids.to(device), inputs, &cache).select(1, own_width - 1);
   }
-  // The prompts' own tokens packed into one sequence, on top of the shared keys and values: each
-  // linear layer runs one matmul over all of them, and the padding a batch would carry (a
-  // quarter of the slots of the demo's PPO prompts after their shared prefix) is not computed;
-  // the attention runs prompt by prompt (models/llama.h, PackedRows). A GPU keeps the batch,
-  // whose padding costs it little.
-  std::vector<int64_t> ids, positions, last_of_row;
-  for (int64_t b = 0; b < B; ++b) {
-    const auto& p = prompts[size_t(b)];
-    ids.insert(ids.end(), p.begin() + shared, p.end());
-    for (int64_t at = shared; at < int64_t(p.size()); ++at) positions.push_back(at);
-    last_of_row.push_back(int64_t(ids.size()) - 1);
-  }
-  AttentionInputs packed{torch::tensor(positions, torch::kInt64).unsqueeze(0).to(device),
-                         inputs.key_mask,
-                         {layout.own_lengths, own_width}};
-  const auto h = model->hidden_states(torch::tensor(ids, torch::kInt64).unsqueeze(0).to(device),
-                                      packed, &cache);
-  return h[0].index_select(0, torch::tensor(last_of_row, torch::kInt64).to(device));
+  std::vector<int64_t> last_of_row;
+  int64_t end = 0;
+  for (int64_t length : layout.own_lengths) last_of_row.push_back((end += length) - 1);
+  return packed_own_states(model, prompts, layout, inputs, cache)
+      .index_select(0, torch::tensor(last_of_row, torch::kInt64).to(device));
 }
 
 }  // namespace
@@ -111,6 +119,61 @@ AttentionInputs after_shared_prefix_inputs(const std::vector<int64_t>& lengths, 
   auto positions = own.positions + shared * own.key_mask.to(torch::kInt64);
   auto mask = torch::cat({torch::ones({B, shared}, torch::kBool), own.key_mask}, 1);
   return {positions.to(device), mask.to(device)};
+}
+
+bool can_share_prompt_prefix(const ModelConfig& config, int64_t rows) {
+  return rows > 1 && !config.sliding_window;
+}
+
+bool packs_prompt_rows(const torch::Device& device) {
+  return device.is_cpu();
+}
+
+torch::Tensor packed_hidden_states(LlamaForCausalLM& model,
+                                   const std::vector<std::vector<int64_t>>& sequences,
+                                   int64_t shared, const std::vector<int64_t>& from,
+                                   int64_t count) {
+  const int64_t B = static_cast<int64_t>(sequences.size());
+  if (B == 0 || from.size() != sequences.size() || count < 0)
+    throw Error("packed_hidden_states: one start position a sequence and count >= 0 needed");
+  if (torch::GradMode::is_enabled())
+    throw Error(
+        "packed_hidden_states: gradients cannot flow through its cache; call it with "
+        "them off");
+  CacheLayout layout;
+  layout.shared = shared;
+  std::vector<int64_t> index, real;  // for each [row, i]: its packed token, whether it exists
+  int64_t offset = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t length = static_cast<int64_t>(sequences[size_t(b)].size());
+    if (shared < 0 || from[size_t(b)] < shared || from[size_t(b)] >= length)
+      throw Error("packed_hidden_states: sequence " + std::to_string(b) + " (" +
+                  std::to_string(length) + " tokens, states from position " +
+                  std::to_string(from[size_t(b)]) +
+                  "): the states must start within it and "
+                  "at or after the " +
+                  std::to_string(shared) + " shared tokens");
+    layout.own_lengths.push_back(length - shared);
+    layout.own_width = std::max(layout.own_width, length - shared);
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t at = from[size_t(b)] + i;
+      index.push_back(at < length ? offset + at - shared : offset);
+      real.push_back(at < length ? 1 : 0);
+    }
+    offset += length - shared;
+  }
+  const auto params = model->parameters();
+  const torch::Device device = params.front().device();
+  KVCache cache =
+      make_kv_cache(model->config, B, shared + layout.own_width, params.front().options());
+  if (shared > 0) prefill_shared_prefix(model, sequences.front(), shared, cache);
+  const auto inputs =
+      after_shared_prefix_inputs(layout.own_lengths, shared, layout.own_width, device);
+  const auto states = packed_own_states(model, sequences, layout, inputs, cache);
+  const auto exists = torch::tensor(real, torch::kInt64).to(device).to(states.dtype());
+  return (states.index_select(0, torch::tensor(index, torch::kInt64).to(device)) *
+          exists.unsqueeze(1))
+      .reshape({B, count, states.size(-1)});
 }
 
 int64_t shared_prompt_prefix(const std::vector<std::vector<int64_t>>& prompts) {
@@ -160,7 +223,7 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
   // With a shared prefix the cache holds it once per row in slots [0, shared), then each prompt's
   // own tokens left-padded to `own_width`; without one, shared = 0 and this is the plain
   // left-padded batch.
-  const bool share = o.share_prompt_prefix && B > 1 && !config.sliding_window;
+  const bool share = o.share_prompt_prefix && can_share_prompt_prefix(config, B);
   CacheLayout layout;
   layout.shared = share ? shared_prompt_prefix(prompts) : 0;
   layout.own_width = width - layout.shared;
@@ -173,7 +236,7 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
   torch::Tensor next_position = torch::tensor(lengths, torch::kInt64).to(device).unsqueeze(1);
   KVCache cache = make_kv_cache(config, B, width + o.max_new_tokens, params.front().options());
   const torch::Tensor last_hidden =
-      prefill(model, prompts, layout, inputs, share && device.is_cpu(), cache);
+      prefill(model, prompts, layout, inputs, share && packs_prompt_rows(device), cache);
   std::vector<at::Generator> rngs;
   for (int64_t b = 0; b < B; ++b)
     rngs.push_back(at::detail::createCPUGenerator(o.seed * 1000003ULL +

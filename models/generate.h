@@ -29,16 +29,37 @@ struct SamplingOptions {
   // the rest of each prompt is prefilled on top; on a CPU the prompts' rests are packed into one
   // sequence (one matmul a layer over all of them, the attention prompt by prompt), so no
   // padding is computed either. There the prefill's matmuls run at the machine's limit, so the
-  // work saved is the time saved. Off by default for now: it changes the last
-  // bits of every prefill (other row counts and key lengths in the matmuls and the softmax), so
-  // of the recorded runs' answers. Ignored for a single prompt and for sliding-window models
-  // (their window counts slots, which no longer differ from positions by a constant).
+  // work saved is the time saved. It changes the last bits of every prefill (other row counts
+  // and key lengths in the matmuls and the softmax), so of answers near a tie. Off here; a run's
+  // config turns it on by default (trainer::PpoSection and EvalSection own that default).
+  // Ignored where can_share_prompt_prefix says no.
   bool share_prompt_prefix = false;
 };
+
+// Whether `rows` prompts of this model can share a prefilled prefix: not a single prompt, and
+// not a sliding-window model (its window counts slots, which no longer differ from positions by
+// a constant).
+bool can_share_prompt_prefix(const ModelConfig& config, int64_t rows);
+
+// Whether the tokens after a shared prefix are packed into one sequence on this device (a CPU,
+// where padding costs its whole share of every matmul) or prefilled as a padded batch (a GPU,
+// where it costs little).
+bool packs_prompt_rows(const torch::Device& device);
 
 // The number of leading tokens that every prompt has in common, at most one less than the
 // shortest (so that each prompt keeps a token of its own, whose logits start its answer).
 int64_t shared_prompt_prefix(const std::vector<std::vector<int64_t>>& prompts);
+
+// The final hidden states of each sequence at positions from[b], from[b] + 1, ... (`count` a
+// row: [B, count, hidden], zeros past a sequence's end), computed as a CPU prefill with a shared
+// prompt prefix computes them: the `shared` leading tokens all sequences have go through the
+// model once and the rest of each is packed into one sequence, no padding computed. The states
+// of one padded batch up to rounding. PPO's learner scores its rollouts so
+// (trainer/ppo/ppo_learner.h). Needs shared <= from[b] < length for every row, and no autograd
+// (it fills a cache); throws Error otherwise.
+torch::Tensor packed_hidden_states(LlamaForCausalLM& model,
+                                   const std::vector<std::vector<int64_t>>& sequences,
+                                   int64_t shared, const std::vector<int64_t>& from, int64_t count);
 
 struct Generation {
   std::vector<int64_t> tokens;  // generated ids, EOS included when it ended the answer

@@ -71,8 +71,10 @@ int main(int argc, char** argv) {
     for (int b = 0; b < batch; ++b)
       prompts.push_back(examples[(std::size_t(it) * batch + b) % examples.size()]);
     auto start = std::chrono::steady_clock::now();
-    auto trajectories = trainer::rollout(policy, format, prompts, {0.7, 1.0, 40, uint64_t(it), 0},
-                                         rewards::MetricOptions{});
+    trainer::RolloutOptions options{0.7, 1.0, 40, uint64_t(it), 0};
+    options.share_prompt_prefix = config.share_prompt_prefix;  // as a run rolls out
+    auto trajectories =
+        trainer::rollout(policy, format, prompts, options, rewards::MetricOptions{});
     const double r =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     auto stats = trainer::ppo_update(learner, trajectories, uint64_t(it), it);

@@ -146,6 +146,53 @@ TEST_CASE("prefilling the prompts' shared prefix once decodes as the whole promp
   }
 }
 
+TEST_CASE("packed hidden states after a shared prefix are each sequence's own states",
+          "[models][generate][prefix]") {
+  // PPO's learner scores rollouts so: the shared start once, every sequence's rest packed. Each
+  // requested state must be the one the sequence gives run alone, zeros past its end.
+  Stories s;
+  std::vector<std::vector<int64_t>> sequences;
+  for (const char* text : {"Once upon a time, there was a little girl named Lily. She",
+                           "Once upon a time, there was a little girl named Lily. One day she saw",
+                           "Once upon a time, there was a little girl named Lily. Her"})
+    sequences.push_back(s.tokenizer.encode(text, true));
+  const int64_t shared = models::shared_prompt_prefix(sequences);
+  REQUIRE(shared >= 10);
+  const int64_t count = 6;
+  std::vector<int64_t> from;
+  for (const auto& q : sequences) from.push_back(std::max<int64_t>(shared, int64_t(q.size()) - 4));
+  torch::NoGradGuard no_grad;
+  const auto states = models::packed_hidden_states(s.model, sequences, shared, from, count);
+  REQUIRE(states.sizes() == torch::IntArrayRef({3, count, s.model->config.hidden_size}));
+  for (size_t b = 0; b < sequences.size(); ++b) {
+    INFO("sequence " << b);
+    const int64_t length = int64_t(sequences[b].size());
+    const auto alone = s.model->hidden_states(torch::tensor(sequences[b]).unsqueeze(0))[0];
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t at = from[b] + i;
+      const auto got = states[int64_t(b)][i];
+      if (at < length)
+        CHECK((got - alone[at]).abs().max().item<double>() < 1e-4);
+      else
+        CHECK(got.abs().max().item<double>() == 0.0);
+    }
+  }
+  // Nothing shared works too (the rows packed only), and a start inside the shared tokens, past
+  // a sequence or with gradients on is refused.
+  const auto unshared = models::packed_hidden_states(s.model, sequences, 0, from, count);
+  CHECK((unshared - states).abs().max().item<double>() < 1e-4);
+  CHECK_THROWS_WITH(models::packed_hidden_states(s.model, sequences, shared, {1, 20, 20}, 2),
+                    Contains("sequence 0") && Contains("shared tokens"));
+  CHECK_THROWS_WITH(
+      models::packed_hidden_states(s.model, sequences, shared, {shared, 200, shared}, 2),
+      Contains("sequence 1"));
+  {
+    torch::AutoGradMode grad(true);
+    CHECK_THROWS_WITH(models::packed_hidden_states(s.model, sequences, shared, from, count),
+                      Contains("gradients"));
+  }
+}
+
 TEST_CASE("prompts with nothing in common are packed into one sequence as the padded batch is",
           "[models][generate][prefix]") {
   // On a CPU the option packs the prompts into one sequence, without the padding; with no shared

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/fault.h"
 #include "data/random.h"
+#include "models/generate.h"
 #include "models/lora.h"
 #include "trainer/distributed/dist_env.h"
 #include "trainer/distributed/gradient_sum.h"
@@ -81,6 +82,24 @@ PackedTrajectories pack_trajectories(const Trajectories& t, int64_t pad_id,
   return p;
 }
 
+namespace {
+
+// Log-probabilities, logits and values from `states` [B, R, hidden], the state before each
+// response token of `responses` [B, R].
+PolicyOutputs outputs_from_states(models::LlamaForCausalLM& policy, models::ValueHead* value_head,
+                                  const torch::Tensor& states, const torch::Tensor& responses,
+                                  double temperature) {
+  PolicyOutputs out;
+  // The output layer runs in fp32 whatever the model's dtype: log-probabilities of a bf16
+  // matmul are too coarse for the ratio and the KL that PPO reads from them.
+  out.logits = policy->logits(states.to(torch::kFloat32)) / temperature;
+  out.logprobs = torch::log_softmax(out.logits, -1).gather(-1, responses.unsqueeze(-1)).squeeze(-1);
+  if (value_head) out.values = (*value_head)->forward(states);
+  return out;
+}
+
+}  // namespace
+
 PolicyOutputs policy_outputs(models::LlamaForCausalLM& policy, models::ValueHead* value_head,
                              const PackedTrajectories& packed, const torch::Tensor& rows,
                              double temperature) {
@@ -89,19 +108,40 @@ PolicyOutputs policy_outputs(models::LlamaForCausalLM& policy, models::ValueHead
                                  packed.key_mask.index_select(0, rows)};
   auto hidden = policy->hidden_states(packed.ids.index_select(0, rows), inputs);
   // The state before response token t is the hidden state at position P + t - 1.
-  auto states = hidden.narrow(1, P - 1, R);
-  PolicyOutputs out;
-  // The output layer runs in fp32 whatever the model's dtype: log-probabilities of a bf16
-  // matmul are too coarse for the ratio and the KL that PPO reads from them.
-  out.logits = policy->logits(states.to(torch::kFloat32)) / temperature;
-  out.logprobs = torch::log_softmax(out.logits, -1)
-                     .gather(-1, packed.responses.index_select(0, rows).unsqueeze(-1))
-                     .squeeze(-1);
-  if (value_head) out.values = (*value_head)->forward(states);
-  return out;
+  return outputs_from_states(policy, value_head, hidden.narrow(1, P - 1, R),
+                             packed.responses.index_select(0, rows), temperature);
 }
 
 namespace {
+
+// The scoring pass's outputs for the whole batch. With ppo.share_prompt_prefix on a CPU, as the
+// rollout prefilled them: the prompts' shared leading tokens once and the rest of every
+// sequence packed without padding (models::packed_hidden_states), the work the rollout saved
+// saved here too, twice (behaviour and reference policy); the same outputs up to rounding, so
+// the first minibatch's ratio stays 1 within it. Otherwise the padded batch the update reads.
+PolicyOutputs score_all(PpoLearner& l, models::ValueHead* value_head, const Trajectories& batch,
+                        const PackedTrajectories& packed) {
+  const int64_t B = int64_t(batch.prompts.size());
+  const torch::Device device = l.params.front().device();
+  if (!l.config.share_prompt_prefix || !models::packs_prompt_rows(device) ||
+      !models::can_share_prompt_prefix(l.policy->config, B))
+    return policy_outputs(
+        l.policy, value_head, packed,
+        torch::arange(B, torch::TensorOptions().dtype(torch::kInt64).device(device)),
+        l.config.temperature);
+  std::vector<std::vector<int64_t>> sequences;
+  std::vector<int64_t> from;
+  for (int64_t b = 0; b < B; ++b) {
+    sequences.push_back(batch.prompts[size_t(b)]);
+    sequences.back().insert(sequences.back().end(), batch.responses[size_t(b)].begin(),
+                            batch.responses[size_t(b)].end());
+    from.push_back(int64_t(batch.prompts[size_t(b)].size()) - 1);
+  }
+  const auto states =
+      models::packed_hidden_states(l.policy, sequences, models::shared_prompt_prefix(batch.prompts),
+                                   from, packed.response_width);
+  return outputs_from_states(l.policy, value_head, states, packed.responses, l.config.temperature);
+}
 
 // Mean and standard deviation of x over the real tokens of `mask`.
 std::pair<double, double> masked_mean_std(const torch::Tensor& x, const torch::Tensor& mask) {
@@ -145,15 +185,14 @@ ScoredBatch score_batch(PpoLearner& l, const Trajectories& batch, PpoStats& stat
   ScoredBatch s;
   s.packed = pack_trajectories(batch, l.pad_id, device);
   const auto& mask = s.packed.mask;
-  auto all_rows = torch::arange(B, torch::TensorOptions().dtype(torch::kInt64).device(device));
   torch::Tensor ref_logprobs;
   {
     torch::NoGradGuard no_grad;
-    auto current = policy_outputs(l.policy, &l.value_head, s.packed, all_rows, c.temperature);
+    auto current = score_all(l, &l.value_head, batch, s.packed);
     s.old_logprobs = current.logprobs;
     s.old_values = current.values;
     models::ReferencePolicy reference(l.policy);
-    ref_logprobs = policy_outputs(l.policy, nullptr, s.packed, all_rows, c.temperature).logprobs;
+    ref_logprobs = score_all(l, nullptr, batch, s.packed).logprobs;
   }
   // The learner must see the tokens the sampler drew with the probabilities it drew them with:
   // a shift, a packing error or weights the rollout did not use show up here first.

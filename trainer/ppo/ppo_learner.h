@@ -118,7 +118,9 @@ PolicyOutputs policy_outputs(models::LlamaForCausalLM& policy, models::ValueHead
 // log-probabilities, values, the per-token KL, rewards and whitened GAE advantages. Fills the
 // batch statistics of `stats` (reward, KL, beta, explained variance, lengths, the time taken)
 // and leaves the policy and value head in eval mode (no dropout: the probability ratio must be
-// 1 before the first step).
+// 1 before the first step). With ppo.share_prompt_prefix on a CPU it runs as the rollout's
+// prefill did (the prompts' shared start once, the rest packed: models::packed_hidden_states),
+// the padded batch's outputs up to rounding.
 struct ScoredBatch {
   PackedTrajectories packed;
   torch::Tensor old_logprobs, old_values, advantages, returns;  // [B, R]

@@ -162,20 +162,67 @@ TEST_CASE("ppo learner: a sampler that prefilled the prompts' shared prefix once
   CHECK(stats.logprob_gap_max < 1e-4);
 }
 
+TEST_CASE("ppo learner: scoring the shared prefix once and the rest packed is the padded batch's",
+          "[trainer][ppo][prefix]") {
+  // With ppo.share_prompt_prefix (the default) a CPU learner scores the batch as the rollout
+  // prefilled it; its log-probabilities, values and reference log-probabilities must be the
+  // padded batch's (which every update minibatch reads) up to rounding.
+  auto policy = small_policy(5);
+  std::vector<std::vector<int64_t>> prompts;
+  for (auto p : mixed_prompts()) {
+    std::vector<int64_t> q{1, 9, 14, 21, 30, 11, 40, 17, 25};
+    q.insert(q.end(), p.begin() + 1, p.end());
+    prompts.push_back(q);
+  }
+  auto batch = sample(policy, prompts, 0.7, 10, {2, 3, 4, 5, 6, 7}, 21, /*share=*/true);
+  // Move the adapters off zero, so the reference pass differs from the policy's.
+  for (auto& [name, p] : models::lora_parameters(policy)) {
+    torch::NoGradGuard no_grad;
+    p.normal_(0.0, 0.05);
+  }
+  auto scored_with = [&](bool share) {
+    auto config = ppo_config(0.7);
+    config.share_prompt_prefix = share;
+    auto learner = learner_for(policy, config);
+    trainer::PpoStats stats;
+    auto scored = trainer::score_batch(learner, batch, stats, 1);
+    return std::make_pair(scored, stats);
+  };
+  const auto [packed, packed_stats] = scored_with(true);
+  const auto [padded, padded_stats] = scored_with(false);
+  const auto& mask = padded.packed.mask;
+  auto worst = [&](const torch::Tensor& a, const torch::Tensor& b) {
+    return ((a - b).abs() * mask).max().item<double>();
+  };
+  CHECK(worst(packed.old_logprobs, padded.old_logprobs) < 1e-5);
+  CHECK(worst(packed.old_values, padded.old_values) < 1e-5);
+  CHECK(packed_stats.kl_k3 > 1e-3);  // the adapters moved the policy off the reference
+  CHECK(packed_stats.kl_k1 == Approx(padded_stats.kl_k1).epsilon(1e-4));
+  CHECK(packed_stats.kl_k3 == Approx(padded_stats.kl_k3).epsilon(1e-4));
+}
+
 TEST_CASE("ppo learner: fresh adapters start at zero KL and ratio 1", "[trainer][ppo]") {
   auto policy = small_policy(6);
   auto batch = sample(policy, mixed_prompts(), 0.8, 8, {2, 3, 4, 5}, 3);
   for (std::size_t b = 0; b < batch.scores.size(); ++b) batch.scores[b] = 0.1 * double(b);
-  auto learner = learner_for(policy, ppo_config(0.8));
-  auto stats = trainer::ppo_update(learner, batch, 7, 1);
-  CHECK(stats.kl_k1 == Approx(0.0).margin(1e-6));
-  CHECK(stats.kl_k3 == Approx(0.0).margin(1e-6));
-  CHECK(stats.first_ratio_deviation < 1e-5);
-  CHECK(stats.minibatch_updates == 2);
-  // The update moved the policy: the next batch is scored away from the reference.
-  trainer::PpoStats after;
-  trainer::score_batch(learner, batch, after, 2);
-  CHECK(after.kl_k3 > 1e-6);
+  // Scored as the padded batch the update reads, and with the prompts' shared start once and
+  // the rest packed (rounding only: ratio 1 within 1e-5).
+  for (bool share : {false, true}) {
+    INFO("share_prompt_prefix " << share);
+    auto fresh = small_policy(6);
+    auto config = ppo_config(0.8);
+    config.share_prompt_prefix = share;
+    auto learner = learner_for(fresh, config);
+    auto stats = trainer::ppo_update(learner, batch, 7, 1);
+    CHECK(stats.kl_k1 == Approx(0.0).margin(1e-6));
+    CHECK(stats.kl_k3 == Approx(0.0).margin(1e-6));
+    CHECK(stats.first_ratio_deviation < 1e-5);
+    CHECK(stats.minibatch_updates == 2);
+    // The update moved the policy: the next batch is scored away from the reference.
+    trainer::PpoStats after;
+    trainer::score_batch(learner, batch, after, 2);
+    CHECK(after.kl_k3 > 1e-6);
+  }
 }
 
 TEST_CASE("ppo learner: trajectories that disagree with the learner stop the update",
