@@ -8,11 +8,11 @@
 // them; here random weights of the size SFT leaves, so the adapter path carries a real update).
 //
 //   build/bench_ppo_precision [--model weights/SmolLM2-135M-Instruct.Q4_1.gguf] [--batch 8]
-//                             [--bases dense,nf4]
+//                             [--bases dense,nf4] [--dtypes float32,bfloat16]
 //                             [--out experiments/bench/results/ppo_precision_cpu.md]
 //
 // --bases nf4 leaves out the dense bases, whose bf16 rollouts take minutes a row on a CPU without
-// bf16 instructions.
+// bf16 instructions; --dtypes float32 leaves out bf16 altogether.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -62,13 +62,17 @@ Row measure(const std::string& model_dir, const models::Tokenizer& tokenizer,
   trainer::PromptFormat format{
       &tokenizer, models::chat_template("smollm2"),
       data::find_prompt_template("rage_numeric_key_last", "configs/templates")};
+  // What a run does: the rollout and the learner's scoring pass prefill the prompts' shared start
+  // once and pack the rest (ppo.share_prompt_prefix, on by default).
+  const trainer::PpoSection run_default;
   trainer::RolloutOptions options;
+  options.share_prompt_prefix = run_default.share_prompt_prefix;
   options.temperature = 0.7;
   options.max_new_tokens = 32;
   options.seed = 5;
   auto batch = trainer::rollout(policy, format, prompts, options, {});
 
-  trainer::PpoSection config;
+  trainer::PpoSection config = run_default;
   config.temperature = 0.7;
   config.batch_size = int(prompts.size());
   config.minibatch_size = std::max(1, int(prompts.size()) / 2);
@@ -92,7 +96,8 @@ Row measure(const std::string& model_dir, const models::Tokenizer& tokenizer,
 
 int main(int argc, char** argv) {
   bench::require_flag_pairs(argc, argv);
-  std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", out, bases = "dense,nf4";
+  std::string model = "weights/SmolLM2-135M-Instruct.Q4_1.gguf", out, bases = "dense,nf4",
+              dtypes = "float32,bfloat16";
   int batch = 8;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
@@ -104,6 +109,8 @@ int main(int argc, char** argv) {
       out = argv[i + 1];
     else if (flag == "--bases")
       bases = argv[i + 1];
+    else if (flag == "--dtypes")
+      dtypes = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -128,12 +135,24 @@ int main(int argc, char** argv) {
       else
         throw Error("--bases: expected dense and/or nf4, comma-separated, got '" + bases + "'");
     }
+    bool with_fp32 = false, with_bf16 = false;
+    for (std::string rest = dtypes + ","; !rest.empty(); rest.erase(0, rest.find(',') + 1)) {
+      const std::string name = rest.substr(0, rest.find(','));
+      if (name == "float32")
+        with_fp32 = true;
+      else if (name == "bfloat16")
+        with_bf16 = true;
+      else
+        throw Error("--dtypes: expected float32 and/or bfloat16, comma-separated, got '" + dtypes +
+                    "'");
+    }
     std::vector<Row> rows;
     for (auto [dtype, nf4] :
          {std::pair{torch::kFloat32, false}, std::pair{torch::kFloat32, true},
           std::pair{torch::kBFloat16, false}, std::pair{torch::kBFloat16, true}})
       for (bool trained : {false, true}) {
         if (!(nf4 ? with_nf4 : with_dense)) continue;
+        if (!(dtype == torch::kBFloat16 ? with_bf16 : with_fp32)) continue;
         rows.push_back(measure(dir, tokenizer, prompts, dtype, nf4, trained));
         const auto& s = rows.back().stats;
         std::fprintf(stderr,
@@ -146,13 +165,18 @@ int main(int argc, char** argv) {
     std::ostringstream md;
     md << "# PPO's starting noise in fp32 and bf16\n\n"
        << "`build/bench_ppo_precision --model " << model << " --batch " << batch << " --bases "
-       << bases << "`: SmolLM2-135M-Instruct, " << batch
+       << bases << " --dtypes " << dtypes << "`: SmolLM2-135M-Instruct, " << batch
        << " prompts of a synthetic world (seed 1) (rage_numeric_key_last, smollm2 chat), "
           "one rollout at temperature 0.7 with up to 32 new tokens, LoRA r 16 on every "
           "projection, then the learner's scoring pass and its first minibatch of "
        << std::max(1, batch / 2)
        << ". Every number would be 0 in exact arithmetic. The output layer and the adapter "
-          "path run in fp32 on the bf16 models.\n\n"
+          "path run in fp32 on the bf16 models. share_prompt_prefix "
+       << (trainer::PpoSection{}.share_prompt_prefix ? "on" : "off")
+       << " (a run's default): the rollout and the scoring pass "
+       << (trainer::PpoSection{}.share_prompt_prefix ? "prefill the prompts' shared start once"
+                                                     : "prefill the padded prompts")
+       << ", the first minibatch reads the padded batch.\n\n"
        << "| dtype | base | start | log-prob gap max | gap mean | KL k1 / answer | KL k3 / "
           "answer | first-minibatch max abs(ratio - 1) | answer tokens | s |\n"
        << "|---|---|---|---|---|---|---|---|---|---|\n";

@@ -9,8 +9,9 @@
 //                            [--batch 1|32] [--weights dense|nf4] [--profile FILE.json]
 //                            [--share-prefix on|off]
 //
-// --share-prefix on: the PPO part's rollouts prefill their prompts' shared leading tokens once
-// (ppo.share_prompt_prefix); off, the default, is what a run does unless configured.
+// --share-prefix on: the PPO part's rollouts and the learner's scoring pass prefill their
+// prompts' shared leading tokens once (ppo.share_prompt_prefix); the default is a run's default
+// (on), off gives the padded prompts.
 //
 // --dtype is the compute dtype of the base (LoRA adapters and the output layer's logits stay
 // fp32, as in a run with model.dtype: bfloat16). As in a run on a CPU, the NF4 base is
@@ -65,6 +66,7 @@
 #include "models/linear.h"
 #include "models/lora.h"
 #include "models/tokenizer.h"
+#include "trainer/config/run_config.h"
 #include "trainer/ppo/ppo_learner.h"
 #include "trainer/ppo/ppo_rollout.h"
 #include "trainer/sft/lm_data.h"
@@ -173,9 +175,10 @@ void write_batch(const std::string& path, const Workload& w) {
 }
 
 torch::Dtype compute_dtype = torch::kFloat32;
-int only_batch = 0;         // --batch: the generate part at this batch size only
-std::string only_weights;   // --weights dense|nf4: the generate part with these weights only
-bool share_prefix = false;  // --share-prefix on: the PPO part's rollouts share their prefix
+int only_batch = 0;        // --batch: the generate part at this batch size only
+std::string only_weights;  // --weights dense|nf4: the generate part with these weights only
+// --share-prefix: the PPO part's rollouts share their prefix; a run's default unless given.
+bool share_prefix = trainer::PpoSection{}.share_prompt_prefix;
 
 const char* dtype_name() {
   return compute_dtype == torch::kBFloat16 ? "bfloat16" : "float32";
@@ -307,6 +310,7 @@ json ppo_part(const std::string& dir, const models::Tokenizer& tokenizer,
     config.minibatch_size = kPpoMinibatch;
     config.ppo_epochs = 1;
     config.max_new_tokens = kNewTokens;
+    config.share_prompt_prefix = share_prefix;  // the learner's scoring pass, as the rollout
     torch::manual_seed(2);
     auto learner = trainer::make_ppo_learner(
         policy, models::ValueHead(models::width_scaled_value_head(policy->config.hidden_size)),

@@ -301,7 +301,7 @@ void visit_eval(V& v, EvalSection& e) {
   v.field("batch_size", e.batch_size);
   v.field("max_examples", e.max_examples);
   v.field("bootstrap_resamples", e.bootstrap_resamples);
-  v.optional_field("share_prompt_prefix", e.share_prompt_prefix, e.share_prompt_prefix);
+  v.field("share_prompt_prefix", e.share_prompt_prefix);  // always written: the default changed
   v.optional_list("corrections", e.corrections);
   v.optional_list("baselines", e.baselines);
   v.optional_list("scenarios", e.scenarios);

@@ -75,6 +75,13 @@ TEST_CASE("run: SFT on a built model fills the run directory", "[trainer][pipeli
   INFO(checkpointing.output);
   CHECK(checkpointing.exit_code == 0);
   CHECK(read_file((out / "results.json").string()) == before);
+  // And so does the prompts' shared prefix prefilled once or in padded batches (a run begun
+  // before it was the default continues under the binary that has it on).
+  auto padded = testing::run_citeforge(run_args(
+      out, reading + " --set eval.share_prompt_prefix=false --set ppo.share_prompt_prefix=false"));
+  INFO(padded.output);
+  CHECK(padded.exit_code == 0);
+  CHECK(read_file((out / "results.json").string()) == before);
 }
 
 TEST_CASE("run: SFT killed mid-epoch resumes to bit-identical adapters",
@@ -515,18 +522,18 @@ TEST_CASE("run: evaluation that prefills the prompts' shared prefix once gives t
   // answers of every evaluation, and so every score, are those of the padded batches.
   const auto dir = testing::temp_dir("run-eval-prefix");
   const std::string sft = "--set sft.epochs=1 ";
-  auto padded = testing::run_citeforge(run_args(dir / "padded", sft));
+  auto padded = testing::run_citeforge(
+      run_args(dir / "padded", sft + "--set eval.share_prompt_prefix=false"));
   INFO(padded.output);
   REQUIRE(padded.exit_code == 0);
-  auto shared =
-      testing::run_citeforge(run_args(dir / "shared", sft + "--set eval.share_prompt_prefix=true"));
+  auto shared = testing::run_citeforge(run_args(dir / "shared", sft));  // on by default
   INFO(shared.output);
   REQUIRE(shared.exit_code == 0);
   const auto resolved = [&](const char* run) {
     return read_file((dir / run / "config.resolved.yaml").string());
   };
-  CHECK(resolved("shared").find("share_prompt_prefix: true") != std::string::npos);
-  CHECK(resolved("padded").find("share_prompt_prefix: true") == std::string::npos);
+  CHECK(resolved("shared").find("share_prompt_prefix: false") == std::string::npos);
+  CHECK(resolved("padded").find("share_prompt_prefix: false") != std::string::npos);
   size_t answer_bytes = 0;
   for (const char* eval : {"base-0", "sft-1"})
     for (const char* test : {"validation", "test_ood"}) {
