@@ -18,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "bench_flags.h"
 #include "common/error.h"
@@ -92,6 +93,24 @@ Row measure(const std::string& model_dir, const models::Tokenizer& tokenizer,
   return row;
 }
 
+// Which of two names a comma-separated flag value lists (at least one; anything else is a
+// one-line error naming the flag).
+std::pair<bool, bool> either_or_both(const std::string& flag, const std::string& value,
+                                     const std::string& first, const std::string& second) {
+  bool with_first = false, with_second = false;
+  for (std::string rest = value + ","; !rest.empty(); rest.erase(0, rest.find(',') + 1)) {
+    const std::string name = rest.substr(0, rest.find(','));
+    if (name == first)
+      with_first = true;
+    else if (name == second)
+      with_second = true;
+    else
+      throw Error(flag + ": expected " + first + " and/or " + second + ", comma-separated, got '" +
+                  value + "'");
+  }
+  return {with_first, with_second};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,27 +144,8 @@ int main(int argc, char** argv) {
     auto world = data::generate_synth(synth);
     const auto& prompts = world.splits.front().examples;
 
-    bool with_dense = false, with_nf4 = false;
-    for (std::string rest = bases + ","; !rest.empty(); rest.erase(0, rest.find(',') + 1)) {
-      const std::string name = rest.substr(0, rest.find(','));
-      if (name == "dense")
-        with_dense = true;
-      else if (name == "nf4")
-        with_nf4 = true;
-      else
-        throw Error("--bases: expected dense and/or nf4, comma-separated, got '" + bases + "'");
-    }
-    bool with_fp32 = false, with_bf16 = false;
-    for (std::string rest = dtypes + ","; !rest.empty(); rest.erase(0, rest.find(',') + 1)) {
-      const std::string name = rest.substr(0, rest.find(','));
-      if (name == "float32")
-        with_fp32 = true;
-      else if (name == "bfloat16")
-        with_bf16 = true;
-      else
-        throw Error("--dtypes: expected float32 and/or bfloat16, comma-separated, got '" + dtypes +
-                    "'");
-    }
+    const auto [with_dense, with_nf4] = either_or_both("--bases", bases, "dense", "nf4");
+    const auto [with_fp32, with_bf16] = either_or_both("--dtypes", dtypes, "float32", "bfloat16");
     std::vector<Row> rows;
     for (auto [dtype, nf4] :
          {std::pair{torch::kFloat32, false}, std::pair{torch::kFloat32, true},

@@ -43,6 +43,18 @@ std::vector<std::vector<int64_t>> mixed_prompts() {
   return prompts;
 }
 
+// The mixed prompts behind a common start of 9 tokens: a prefix that a shared-prefix prefill
+// computes once, with the rest of each prompt on top.
+std::vector<std::vector<int64_t>> prompts_behind_common_start() {
+  std::vector<std::vector<int64_t>> prompts;
+  for (auto p : mixed_prompts()) {
+    std::vector<int64_t> q{1, 9, 14, 21, 30, 11, 40, 17, 25};
+    q.insert(q.end(), p.begin() + 1, p.end());
+    prompts.push_back(q);
+  }
+  return prompts;
+}
+
 // Samples answers and packs them as a rollout would; the reward is left to the caller.
 trainer::Trajectories sample(models::LlamaForCausalLM& policy,
                              const std::vector<std::vector<int64_t>>& prompts, double temperature,
@@ -146,14 +158,9 @@ TEST_CASE("ppo learner: its log-probs and values sit where the sampler drew each
 TEST_CASE("ppo learner: a sampler that prefilled the prompts' shared prefix once agrees with it",
           "[trainer][ppo][prefix]") {
   auto policy = small_policy(5);
-  // The mixed prompts behind a common start of 9 tokens, so the sampler's prefill computes those
-  // once and the rest of each prompt on top, where the learner runs every sequence whole.
-  std::vector<std::vector<int64_t>> prompts;
-  for (auto p : mixed_prompts()) {
-    std::vector<int64_t> q{1, 9, 14, 21, 30, 11, 40, 17, 25};
-    q.insert(q.end(), p.begin() + 1, p.end());
-    prompts.push_back(q);
-  }
+  // The sampler's prefill computes the common start once and the rest of each prompt on top,
+  // where the learner runs every sequence whole.
+  const auto prompts = prompts_behind_common_start();
   REQUIRE(models::shared_prompt_prefix(prompts) == 9);
   auto batch = sample(policy, prompts, 0.7, 10, {2, 3, 4, 5, 6, 7}, 21, /*share=*/true);
   auto learner = learner_for(policy, ppo_config(0.7));
@@ -168,12 +175,7 @@ TEST_CASE("ppo learner: scoring the shared prefix once and the rest packed is th
   // prefilled it; its log-probabilities, values and reference log-probabilities must be the
   // padded batch's (which every update minibatch reads) up to rounding.
   auto policy = small_policy(5);
-  std::vector<std::vector<int64_t>> prompts;
-  for (auto p : mixed_prompts()) {
-    std::vector<int64_t> q{1, 9, 14, 21, 30, 11, 40, 17, 25};
-    q.insert(q.end(), p.begin() + 1, p.end());
-    prompts.push_back(q);
-  }
+  const auto prompts = prompts_behind_common_start();
   auto batch = sample(policy, prompts, 0.7, 10, {2, 3, 4, 5, 6, 7}, 21, /*share=*/true);
   // Move the adapters off zero, so the reference pass differs from the policy's.
   for (auto& [name, p] : models::lora_parameters(policy)) {
