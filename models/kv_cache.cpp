@@ -14,4 +14,12 @@ KVCache make_kv_cache(const ModelConfig& config, int64_t batch, int64_t capacity
   return cache;
 }
 
+KVCache growing_kv_cache(const ModelConfig& config) {
+  KVCache cache;
+  cache.keys.resize(size_t(config.num_layers));
+  cache.values.resize(size_t(config.num_layers));
+  cache.grows = true;
+  return cache;
+}
+
 }  // namespace citeforge::models

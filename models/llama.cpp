@@ -163,15 +163,25 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const int64_t groups = num_heads / num_kv_heads;
   const int64_t past = cache ? cache->length : 0;
   const int64_t new_slots = packed ? packed->width : T;  // packed: T counts all rows' tokens
-  if (cache)
+  if (cache && !cache->grows)
     TORCH_CHECK(past + new_slots <= cache->capacity(), "KV cache full: ", past + new_slots, " > ",
                 cache->capacity());
   torch::Tensor out;
   if (packed) {
-    TORCH_CHECK(cache && !attention_mass, "packed rows need a cache and read no attention");
+    TORCH_CHECK(cache && !cache->grows && !attention_mass,
+                "packed rows need a preallocated cache and read no attention");
     out = packed_attention(q, k, v, attn_bias, *cache, layer, groups, *packed);
   } else {
-    if (cache) {
+    if (cache && cache->grows) {
+      auto& keys = cache->keys[size_t(layer)];
+      auto& values = cache->values[size_t(layer)];
+      if (keys.defined()) {  // expanded, so that backward sums the rows' gradients into them
+        k = torch::cat({keys.expand({B, -1, -1, -1}), k}, 2);
+        v = torch::cat({values.expand({B, -1, -1, -1}), v}, 2);
+      }
+      keys = k;
+      values = v;
+    } else if (cache) {
       cache->keys[layer].narrow(2, past, T).copy_(k);
       cache->values[layer].narrow(2, past, T).copy_(v);
       k = cache->keys[layer].narrow(2, 0, past + T);
