@@ -62,7 +62,33 @@ torch::Tensor LinearImpl::base_weight(torch::Dtype dtype) const {
   return dense_cache;
 }
 
+namespace {
+
+// Whether an adapter is cheaper folded into the base weight for this call than applied to its
+// rows: on a CPU with no gradient to keep (a prefill, a scoring pass), in the adapter's own
+// dtype, once the rows' two thin matmuls (2 r (in + out) operations a row) would cost more than
+// the fold (2 r in out, once). The product's matmul then runs over one weight, and neither the
+// adapter's scale nor its sum makes a pass over the output. A decoding step's rows keep the
+// decoding kernels, whose bits for a row do not depend on the rows beside it.
+bool folds_adapter(const torch::Tensor& x, const torch::Tensor& A, int64_t in, int64_t out) {
+  if (torch::GradMode::is_enabled() || !x.device().is_cpu() || x.scalar_type() != A.scalar_type())
+    return false;
+  const int64_t rows = x.numel() / in;
+  return rows * (in + out) > in * out && !fused_kernel_applies(rows, x.scalar_type(), x.device());
+}
+
+}  // namespace
+
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
+  const bool reference = has_lora() && use_reference && reference_A.defined();
+  const bool adapted = reference || (has_lora() && !use_reference && adapter_enabled);
+  const auto& A = reference ? reference_A : lora_A;
+  const auto& B = reference ? reference_B : lora_B;
+  const bool dropout = adapted && lora_dropout > 0 && !reference && is_training();
+  const auto bias_of = [&] { return bias.defined() ? bias.to(x.scalar_type()) : torch::Tensor(); };
+  if (adapted && !dropout && folds_adapter(x, A, in_features, out_features))
+    return torch::linear(x, torch::addmm(base_weight(x.scalar_type()), B, A, 1, lora_scale),
+                         bias_of());
   torch::Tensor y;
   if (nf4)
     if (auto fused = fused_nf4_linear(x, *nf4))
@@ -74,22 +100,20 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
     y = nf4_linear(x, *nf4);
     if (bias.defined()) y = y + bias.to(x.scalar_type());
   }
-  if (!y.defined())
-    y = torch::linear(x, base_weight(x.scalar_type()),
-                      bias.defined() ? bias.to(x.scalar_type()) : torch::Tensor());
-  if (!has_lora()) return y;
-  const bool reference = use_reference && reference_A.defined();
-  if (!reference && (use_reference || !adapter_enabled)) return y;
-  const auto& A = reference ? reference_A : lora_A;
-  const auto& B = reference ? reference_B : lora_B;
-  const bool dropout = lora_dropout > 0 && !reference && is_training();
+  if (!y.defined()) y = torch::linear(x, base_weight(x.scalar_type()), bias_of());
+  if (!adapted) return y;
   // A decoding step's rows; y is this call's own output.
   if (!dropout && lora_rows_add_(y, x, A, B, lora_scale)) return y;
   // The adapter path runs in the adapters' dtype (fp32) even on a bf16 model, as peft's 4-bit
   // layers do: its small update would otherwise be rounded to bf16 before it is added.
   auto h = dropout ? torch::dropout(x, lora_dropout, /*train=*/true) : x;
   if (h.scalar_type() != A.scalar_type()) h = h.to(A.scalar_type());
-  auto update = torch::linear(torch::linear(h, A), B.to(A.scalar_type())) * lora_scale;
+  const auto down = torch::linear(h, A);
+  if (y.scalar_type() == down.scalar_type())  // scaled and added by the matmul itself
+    return torch::addmm(y.reshape({-1, out_features}), down.reshape({-1, down.size(-1)}), B.t(), 1,
+                        lora_scale)
+        .view(y.sizes());
+  auto update = torch::linear(down, B.to(A.scalar_type())) * lora_scale;
   return y + update.to(y.scalar_type());
 }
 

@@ -115,3 +115,40 @@ TEST_CASE("the reference policy is the kept adapter, or the base without one", "
   models::ReferencePolicy reference(model);
   CHECK(torch::equal(model->forward(ids), base));
 }
+
+TEST_CASE("an adapter folded into the base for a pass over many rows computes the same layer",
+          "[models][lora]") {
+  // With no gradient on a CPU and enough rows (a prefill, PPO's scoring pass), the adapter is
+  // added to the base weight once instead of applied to every row; the output must be the one
+  // the rows' own adapter path gives, which a pass with gradients takes.
+  torch::manual_seed(3);
+  models::Linear layer(48, 40, true, /*with_bias=*/true);
+  layer->add_lora({8, 16.0, 0.0});
+  {
+    torch::NoGradGuard no_grad;
+    layer->bias.normal_();
+    layer->lora_B.normal_(0, 0.1);
+    layer->reference_A = torch::randn_like(layer->lora_A);
+    layer->reference_B = torch::randn_like(layer->lora_B);
+  }
+  layer->eval();
+  const auto x = torch::randn({2, 32, 48});  // 64 rows: 64 * (48 + 40) > 48 * 40
+  const auto compare = [&](const char* what) {
+    INFO(what);
+    const auto rows_path = layer(x).detach();  // gradients on: the adapter on the rows
+    torch::NoGradGuard no_grad;
+    const auto folded = layer(x);
+    CHECK((folded - rows_path).abs().max().item<double>() <
+          1e-5 * rows_path.abs().max().item<double>());
+    return rows_path;
+  };
+  const auto trained = compare("the trained adapter");
+  layer->use_reference = true;
+  const auto reference = compare("the reference adapter");
+  CHECK_FALSE(torch::allclose(reference, trained));
+  layer->use_reference = false;
+  layer->quantize_nf4();
+  compare("over an NF4 base");
+  layer->adapter_enabled = false;
+  compare("the adapter off");
+}
