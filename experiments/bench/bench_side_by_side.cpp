@@ -10,8 +10,9 @@
 //                            [--share-prefix on|off]
 //
 // --share-prefix on: the PPO part's rollouts and the learner's scoring pass prefill their
-// prompts' shared leading tokens once (ppo.share_prompt_prefix); the default is a run's default
-// (on), off gives the padded prompts.
+// prompts' shared leading tokens once (ppo.share_prompt_prefix), and the SFT part's step runs
+// them once (sft.share_prompt_prefix, on a CPU); the default is a run's default (on), off gives
+// the padded batches.
 //
 // --dtype is the compute dtype of the base (LoRA adapters and the output layer's logits stay
 // fp32, as in a run with model.dtype: bfloat16). As in a run on a CPU, the NF4 base is
@@ -177,8 +178,11 @@ void write_batch(const std::string& path, const Workload& w) {
 torch::Dtype compute_dtype = torch::kFloat32;
 int only_batch = 0;        // --batch: the generate part at this batch size only
 std::string only_weights;  // --weights dense|nf4: the generate part with these weights only
-// --share-prefix: the PPO part's rollouts share their prefix; a run's default unless given.
+// --share-prefix: the PPO and SFT parts share their prompts' prefix; a run's default unless given.
 bool share_prefix = trainer::PpoSection{}.share_prompt_prefix;
+static_assert(trainer::PpoSection{}.share_prompt_prefix ==
+                  trainer::TrainSection{}.share_prompt_prefix,
+              "--share-prefix gives both parts one default");
 
 const char* dtype_name() {
   return compute_dtype == torch::kBFloat16 ? "bfloat16" : "float32";
@@ -209,7 +213,8 @@ double median_sft_step_seconds(models::LlamaForCausalLM& model, const trainer::B
   torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(1e-4));
   auto step = [&] {
     optimizer.zero_grad();
-    auto loss = trainer::masked_lm_loss_sum(model, batch) / double(batch.trained_tokens);
+    auto loss =
+        trainer::masked_lm_loss_sum(model, batch, share_prefix) / double(batch.trained_tokens);
     loss.backward();
     optimizer.step();
   };
@@ -238,6 +243,8 @@ json sft_part(const std::string& dir, const Workload& w, int reps) {
                    s);
     }
   return {{"batch", kSftBatch},
+          {"share_prompt_prefix", share_prefix},
+          {"shared_tokens", trainer::untrained_shared_prefix(batch)},
           {"tokens", batch.tokens},
           {"trained_tokens", batch.trained_tokens},
           {"rows", rows}};

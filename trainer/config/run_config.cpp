@@ -227,6 +227,7 @@ void visit_train(V& v, TrainSection& t, bool has_switch) {
   v.field("max_seq_len", t.max_seq_len);
   v.field("max_examples", t.max_examples);
   v.field("gradient_checkpointing", t.gradient_checkpointing);
+  v.field("share_prompt_prefix", t.share_prompt_prefix);
   v.field("copy_drills", t.copy_drills);
   v.field("copy_drill_tokens", t.copy_drill_tokens);
 }

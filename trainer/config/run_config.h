@@ -66,6 +66,12 @@ struct TrainSection {
   int max_seq_len = 512;     // longer sequences are cut (prompt first) with a warning count
   int max_examples = 0;      // 0 = all
   bool gradient_checkpointing = false;  // recompute decoder blocks in backward to save memory
+  // On a CPU, the leading tokens a micro-batch's sequences share before anything trains (SFT's
+  // chat header and instruction, a third of the demo's tokens) go through the model once
+  // (trainer::masked_lm_loss_sum): the same loss and gradients up to rounding, except that
+  // adapter dropout draws one mask for the shared tokens of all rows; false gives the padded
+  // passes of runs recorded before this was the default. Not with gradient checkpointing.
+  bool share_prompt_prefix = true;
   // Pre-training only: this many sequences of random tokens shown twice with a random gap, the
   // loss on the repeat, meant to teach a model built from scratch to copy from its context
   // (induction heads), which reading documents needs. In the demo's budget they did not make

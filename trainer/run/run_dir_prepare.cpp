@@ -24,8 +24,8 @@ namespace {
 // eval.attributability_threshold adds a metric to the evaluations still to come, and threads only
 // change speed. Gradient checkpointing trades speed for memory with the same gradients (up to
 // rounding, as threads), so a run killed for memory can resume with it on; prefilling the
-// prompts' shared prefix once (eval and ppo share_prompt_prefix) is the same computation up to
-// rounding too, so a run begun before it was the default continues. How the run reports
+// prompts' shared prefix once (share_prompt_prefix of every stage and eval) is the same computation
+// up to rounding too, so a run begun before it was the default continues. How the run reports
 // (logging) and how many checkpoints it keeps change no number. The retrieval depth and the judge's
 // threshold count once both sides have them.
 std::vector<std::string> config_differences(const std::string& before, const std::string& now) {
@@ -40,8 +40,10 @@ std::vector<std::string> config_differences(const std::string& before, const std
     n->remove("logging");
     n->remove("checkpoint_keep_last");
     for (const char* stage : {"pretrain", "sft", "ppo"})
-      if ((*n)[stage]) (*n)[stage].remove("gradient_checkpointing");
-    if ((*n)["ppo"]) (*n)["ppo"].remove("share_prompt_prefix");
+      if ((*n)[stage]) {
+        (*n)[stage].remove("gradient_checkpointing");
+        (*n)[stage].remove("share_prompt_prefix");
+      }
     if (!(*n)["eval"]) continue;
     YAML::Node eval = (*n)["eval"];
     eval.remove("share_prompt_prefix");

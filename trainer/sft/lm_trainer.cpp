@@ -9,6 +9,8 @@
 #include "common/fault.h"
 #include "common/file_io.h"
 #include "data/random.h"
+#include "models/generate.h"
+#include "models/shared_prefix_states.h"
 #include "trainer/distributed/gradient_sum.h"
 #include "trainer/run/out_of_memory.h"
 #include "trainer/run/progress.h"
@@ -25,17 +27,41 @@ double lr_factor(int64_t step, int64_t total, int64_t warmup, TrainSchedule sche
   return 1.0;
 }
 
+int64_t untrained_shared_prefix(const Batch& batch) {
+  const auto ids = batch.ids.cpu();
+  const int64_t T = ids.size(1);
+  // Positions where every row has row 0's token, and positions whose prediction trains in a row.
+  const auto same = ids.eq(ids.narrow(0, 0, 1)).all(0);
+  const auto trained = batch.mask.cpu().gt(0).any(0);
+  int64_t shared = 0;
+  while (shared < T - 1 && same[shared].item<bool>() && !trained[shared].item<bool>()) ++shared;
+  return shared;
+}
+
 // Logits are computed only where the loss counts (the answer tokens in SFT): with a large
 // vocabulary the LM head over every prompt position would cost more than it is worth.
-torch::Tensor masked_lm_loss_sum(models::LlamaForCausalLM& model, const Batch& batch) {
-  auto hidden = model->hidden_states(batch.ids);  // [B, T, H]
-  const int64_t T = batch.ids.size(1);
-  auto states = hidden.narrow(1, 0, T - 1).reshape({-1, hidden.size(-1)});
-  auto mask = batch.mask.reshape({-1});
+torch::Tensor masked_lm_loss_sum(models::LlamaForCausalLM& model, const Batch& batch,
+                                 bool share_prompt_prefix) {
+  const int64_t B = batch.ids.size(0), T = batch.ids.size(1);
+  // On a CPU, where the linear layers' time is their tokens' share; a GPU keeps the padded
+  // pass, which there stays in its fused attention kernel. A start under kMinSharedTokens is
+  // left alone: a pre-training batch's rows share only BOS, so its numerics stay as they were.
+  constexpr int64_t kMinSharedTokens = 16;
+  int64_t shared = 0;
+  if (share_prompt_prefix && batch.ids.device().is_cpu() && !model->gradient_checkpointing &&
+      models::can_share_prompt_prefix(model->config, B))
+    shared = untrained_shared_prefix(batch);
+  if (shared < kMinSharedTokens) shared = 0;
+  // States of the prediction positions shared .. T-2 (each predicts the token after it).
+  auto hidden = shared > 0 ? models::hidden_states_after_shared_prefix(model, batch.ids, shared)
+                           : model->hidden_states(batch.ids);  // [B, T - shared, H]
+  const int64_t predicted = T - 1 - shared;
+  auto states = hidden.narrow(1, 0, predicted).reshape({-1, hidden.size(-1)});
+  auto mask = batch.mask.narrow(1, shared, predicted).reshape({-1});
   auto where = mask.nonzero().squeeze(1);
   auto logits = model->logits(states.index_select(0, where)).to(torch::kFloat32);
   auto nll = torch::nn::functional::cross_entropy(
-      logits, batch.targets.reshape({-1}).index_select(0, where),
+      logits, batch.targets.narrow(1, shared, predicted).reshape({-1}).index_select(0, where),
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   return (nll * mask.index_select(0, where)).sum();
 }
@@ -102,7 +128,8 @@ StepTotals forward_backward(LmTrainingJob& job, std::vector<Batch>& step_batches
     };
     auto loss = naming_out_of_memory(describe, [&] {
       maybe_out_of_memory_at(job.stage, global_step + 1);
-      auto loss = masked_lm_loss_sum(job.model, batch) / double(step_tokens);
+      auto loss = masked_lm_loss_sum(job.model, batch, job.config.share_prompt_prefix) /
+                  double(step_tokens);
       if (nan_injected_at(job.stage, global_step + 1)) loss = loss * std::nan("");
       loss.backward();
       return loss;

@@ -62,7 +62,15 @@ LmTrainingResult run_lm_training(LmTrainingJob& job);
 // a cosine decay to 0.
 double lr_factor(int64_t step, int64_t total, int64_t warmup, TrainSchedule schedule);
 
-// Sum of token cross-entropies of `batch` under `model`, and the token count it covers.
-torch::Tensor masked_lm_loss_sum(models::LlamaForCausalLM& model, const Batch& batch);
+// Sum of token cross-entropies of `batch` under `model`. With `share_prompt_prefix` on a CPU,
+// the leading tokens all rows share and none trains on (at least 16 of them) go through the
+// model once (models::hidden_states_after_shared_prefix): the same loss and gradients up to
+// rounding (and, with adapter dropout, one mask for the shared tokens of all rows).
+torch::Tensor masked_lm_loss_sum(models::LlamaForCausalLM& model, const Batch& batch,
+                                 bool share_prompt_prefix = false);
+
+// How many leading tokens every row of `batch` has in common before any row's first trained
+// prediction (at most T - 1, so that a position is left to predict from).
+int64_t untrained_shared_prefix(const Batch& batch);
 
 }  // namespace citeforge::trainer

@@ -75,10 +75,12 @@ TEST_CASE("run: SFT on a built model fills the run directory", "[trainer][pipeli
   INFO(checkpointing.output);
   CHECK(checkpointing.exit_code == 0);
   CHECK(read_file((out / "results.json").string()) == before);
-  // And so does the prompts' shared prefix prefilled once or in padded batches (a run begun
-  // before it was the default continues under the binary that has it on).
+  // And so does the prompts' shared prefix run once or in padded batches (a run begun before it
+  // was the default continues under the binary that has it on).
   auto padded = testing::run_citeforge(run_args(
-      out, reading + " --set eval.share_prompt_prefix=false --set ppo.share_prompt_prefix=false"));
+      out, reading + " --set eval.share_prompt_prefix=false --set ppo.share_prompt_prefix=false"
+                     " --set sft.share_prompt_prefix=false"
+                     " --set pretrain.share_prompt_prefix=false"));
   INFO(padded.output);
   CHECK(padded.exit_code == 0);
   CHECK(read_file((out / "results.json").string()) == before);
