@@ -274,7 +274,9 @@ TEST_CASE(
 
   models::set_fused_decoding(false);
   auto off = torch::linear(few, models::nf4_dequantize(*layer->nf4), bias) + lora(few);
-  CHECK(torch::allclose(layer(few), off, 1e-5, 1e-6));
+  // Without the kernels these 32 rows are enough for the adapter to be folded into the weight
+  // (models/linear.cpp), which sums in another order: equal up to fp32 rounding of the largest.
+  CHECK((layer(few) - off).abs().max().item<double>() < 1e-5 * off.abs().max().item<double>());
   CHECK_FALSE(torch::equal(layer(few), expected));
   models::set_fused_decoding(true);
 
