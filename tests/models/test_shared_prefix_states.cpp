@@ -6,7 +6,6 @@
 #include "common/error.h"
 #include "models/checkpoint_io.h"
 #include "models/lora.h"
-#include "models/model_init.h"
 #include "models/shared_prefix_states.h"
 #include "tests/support/test_paths.h"
 #include "tests/support/tiny_llama.h"
@@ -24,19 +23,6 @@ torch::Tensor rows_behind_common_start() {
                        torch::kInt64);
 }
 
-// A tiny Llama with LoRA everywhere, its adapters random (B is zero when attached, which would
-// leave A without a gradient) and no dropout, so both passes compute the same function.
-models::LlamaForCausalLM adapted_model() {
-  auto model = models::init_random_model(testing::tiny_llama_config(64), 5, 0.1);
-  models::LoraConfig lora;
-  lora.spec = {4, 8.0, 0.0};
-  models::attach_lora(model, lora);
-  torch::NoGradGuard no_grad;
-  for (auto& [name, t] : models::lora_parameters(model)) t.normal_(0, 0.1);
-  model->train();
-  return model;
-}
-
 // A fixed linear read of the states, so that backward sends every state its own gradient.
 torch::Tensor readout(const torch::Tensor& states) {
   const auto weights = torch::linspace(-1.0, 1.0, states.numel()).reshape(states.sizes());
@@ -47,7 +33,7 @@ torch::Tensor readout(const torch::Tensor& states) {
 
 TEST_CASE("a shared start run once gives the padded pass's states and adapter gradients",
           "[models][prefix]") {
-  auto model = adapted_model();
+  auto model = testing::adapted_tiny_llama();
   const auto ids = rows_behind_common_start();
   const int64_t shared = 9, T = ids.size(1);
   const auto params = models::lora_parameters(model);
@@ -90,7 +76,7 @@ TEST_CASE("a shared start run once in bf16 gives the padded pass's states", "[mo
 
 TEST_CASE("a shared start is refused where it is not one or cannot be run once",
           "[models][prefix][errors]") {
-  auto model = adapted_model();
+  auto model = testing::adapted_tiny_llama();
   const auto ids = rows_behind_common_start();
   CHECK_THROWS_WITH(models::hidden_states_after_shared_prefix(model, ids, 0),
                     Contains("0 shared tokens of 16"));

@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include "models/lora.h"
-#include "models/model_init.h"
 #include "tests/support/tiny_llama.h"
 #include "trainer/sft/lm_trainer.h"
 
@@ -48,15 +47,7 @@ struct LossAndGradients {
 };
 
 LossAndGradients loss_and_gradients(const trainer::Batch& batch, bool share) {
-  auto model = models::init_random_model(testing::tiny_llama_config(64), 5, 0.1);
-  models::LoraConfig lora;
-  lora.spec = {4, 8.0, 0.0};
-  models::attach_lora(model, lora);
-  {
-    torch::NoGradGuard no_grad;
-    for (auto& [name, t] : models::lora_parameters(model)) t.normal_(0, 0.1);
-  }
-  model->train();
+  auto model = testing::adapted_tiny_llama();
   auto loss = trainer::masked_lm_loss_sum(model, batch, share);
   loss.backward();
   LossAndGradients out{loss.item<double>(), {}};
