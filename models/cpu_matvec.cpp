@@ -681,6 +681,17 @@ Q8RowKernel q8_kernel(CpuIsa isa, int64_t rows) {
 // The activation rows as int16 codes with one fp32 scale per block of 64 (block max / 8191),
 // each block in `order`. A block holding a non-finite value
 // gets codes 0 and a NaN scale, so its outputs come out NaN, never a finite guess.
+// std::lrint(v) for the activations' codes, a decoding step's most frequent rounding: GCC leaves
+// std::lrint a library call (it may set errno), where x86 has one instruction that rounds by the
+// same mode (MXCSR, which fesetround sets together with the x87 one). |v| <= 8191 here.
+inline int32_t round_to_int(float v) {
+#if defined(CITEFORGE_X86)
+  return _mm_cvtss_si32(_mm_set_ss(v));
+#else
+  return int32_t(std::lrint(v));
+#endif
+}
+
 struct QuantizedRows {
   std::vector<int16_t> codes;  // [rows, in]
   std::vector<float> scales;   // [rows, in / 64]
@@ -703,11 +714,12 @@ QuantizedRows quantize_rows(const T* x, int64_t rows, int64_t in, ActivationOrde
       for (int64_t b = 0; b < blocks; ++b) {
         const T* block = x + r * in + b * kBlock;
         float max = 0;
-        bool finite = true;
+        bool finite = true;  // |v| <= FLT_MAX is false for NaN too; no branch, so it vectorises
         for (int j = 0; j < kBlock; ++j) {
           v[j] = float(block[j]);
-          finite = finite && std::isfinite(v[j]);
-          max = std::max(max, std::fabs(v[j]));
+          const float magnitude = std::fabs(v[j]);
+          finite &= magnitude <= std::numeric_limits<float>::max();
+          max = std::max(max, magnitude);
         }
         int16_t* codes = q.codes.data() + r * in + b * kBlock;
         if (!finite) {
@@ -717,7 +729,7 @@ QuantizedRows quantize_rows(const T* x, int64_t rows, int64_t in, ActivationOrde
         q.scales[size_t(r * blocks + b)] = max / kActivationMax;
         if (max == 0) continue;
         const float inverse = kActivationMax / max;
-        for (int p = 0; p < kBlock; ++p) codes[p] = int16_t(std::lrint(v[element[p]] * inverse));
+        for (int p = 0; p < kBlock; ++p) codes[p] = int16_t(round_to_int(v[element[p]] * inverse));
       }
   });
   return q;
@@ -750,10 +762,23 @@ void check_input(const torch::Tensor& x, int64_t in, const char* what) {
 // and `in / 64` block scales of `weight_scales` each), in parallel over rows, kTileRows output
 // rows and at most kMaxRows activation rows a call. `order(isa)` is the activation order the
 // path's kernel reads.
+// One weight of a run_rows call: its output rows, their codes and block scales.
 template <class Code>
-torch::Tensor run_rows(const torch::Tensor& x, int64_t out, int64_t in, const Code* codes,
-                       int64_t codes_per_row, const float* weight_scales, int64_t scales_per_row,
-                       RowKernel<Code> (*pick)(CpuIsa, int64_t), ActivationOrder (*order)(CpuIsa)) {
+struct WeightRows {
+  int64_t out;
+  const Code* codes;
+  const float* weight_scales;
+};
+
+// x times each weight's transpose, all with `in` inputs: the activations rounded once and every
+// weight's output rows in one parallel loop (a layer's q, k and v projections share their input
+// and one fork and join), each output row computed as a lone weight's would be.
+template <class Code>
+std::vector<torch::Tensor> run_rows(const torch::Tensor& x, int64_t in,
+                                    const std::vector<WeightRows<Code>>& weights,
+                                    int64_t codes_per_row, int64_t scales_per_row,
+                                    RowKernel<Code> (*pick)(CpuIsa, int64_t),
+                                    ActivationOrder (*order)(CpuIsa)) {
   // Chosen once per call: every chunk of activation rows has kMaxRows of them but the last.
   const CpuIsa isa = active_cpu_isa();
   const bool bf16 = x.scalar_type() == torch::kBFloat16;
@@ -763,34 +788,50 @@ torch::Tensor run_rows(const torch::Tensor& x, int64_t out, int64_t in, const Co
                                : quantize_rows(xc.data_ptr<float>(), rows, in, order(isa));
   const RowKernel<Code> full = pick(isa, kMaxRows);
   const RowKernel<Code> last = pick(isa, rows - (rows - 1) / kMaxRows * kMaxRows);
-  auto sizes = x.sizes().vec();
-  sizes.back() = out;
   // The kernels write fp32; a bf16 caller gets each tile converted as it is done, from a
   // buffer, instead of a whole fp32 result and a conversion operator after it.
-  auto y = torch::empty(sizes, x.options().dtype(bf16 ? torch::kBFloat16 : torch::kFloat32));
-  std::vector<float> buffer(bf16 ? size_t(rows * out) : 0);
-  float* y_data = bf16 ? buffer.data() : y.data_ptr<float>();
-  c10::BFloat16* y_bf16 = bf16 ? y.data_ptr<c10::BFloat16>() : nullptr;
+  std::vector<torch::Tensor> ys;
+  std::vector<float*> y_data;
+  std::vector<int64_t> first_row;  // of each weight in the loop's range of all output rows
+  int64_t total = 0;
+  for (const auto& w : weights) {
+    auto sizes = x.sizes().vec();
+    sizes.back() = w.out;
+    ys.push_back(torch::empty(sizes, x.options().dtype(bf16 ? torch::kBFloat16 : torch::kFloat32)));
+    first_row.push_back(total);
+    total += w.out;
+  }
+  std::vector<float> buffer(bf16 ? size_t(rows * total) : 0);
+  for (size_t i = 0; i < weights.size(); ++i)
+    y_data.push_back(bf16 ? buffer.data() + rows * first_row[i] : ys[i].data_ptr<float>());
   const int64_t grain = std::max<int64_t>(1, 32768 / in);
-  at::parallel_for(0, out, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t o = begin; o < end; o += kTileRows) {
-      const int64_t n_out = std::min(kTileRows, end - o);
-      for (int64_t r0 = 0; r0 < rows; r0 += kMaxRows) {
-        const int64_t n = std::min(kMaxRows, rows - r0);
-        (n == kMaxRows ? full : last)(
-            codes + o * codes_per_row,
-            RowJob{weight_scales + o * scales_per_row, q.codes.data() + r0 * in,
-                   q.scales.data() + r0 * blocks, in, n, y_data + r0 * out + o, out, n_out,
-                   codes_per_row, scales_per_row});
+  at::parallel_for(0, total, grain, [&](int64_t begin, int64_t end) {
+    for (size_t i = 0; i < weights.size(); ++i) {
+      const WeightRows<Code>& w = weights[i];
+      const int64_t from = std::max(begin, first_row[i]) - first_row[i];
+      const int64_t to = std::min(end, first_row[i] + w.out) - first_row[i];
+      float* y = y_data[i];
+      for (int64_t o = from; o < to; o += kTileRows) {
+        const int64_t n_out = std::min(kTileRows, to - o);
+        for (int64_t r0 = 0; r0 < rows; r0 += kMaxRows) {
+          const int64_t n = std::min(kMaxRows, rows - r0);
+          (n == kMaxRows ? full : last)(
+              w.codes + o * codes_per_row,
+              RowJob{w.weight_scales + o * scales_per_row, q.codes.data() + r0 * in,
+                     q.scales.data() + r0 * blocks, in, n, y + r0 * w.out + o, w.out, n_out,
+                     codes_per_row, scales_per_row});
+        }
+        if (!bf16) continue;
+        c10::BFloat16* y_bf16 = ys[i].data_ptr<c10::BFloat16>();
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = o; j < o + n_out; ++j)
+            y_bf16[r * w.out + j] = c10::BFloat16(y[r * w.out + j]);
       }
-      if (!bf16) continue;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = o; j < o + n_out; ++j)
-          y_bf16[r * out + j] = c10::BFloat16(y_data[r * out + j]);
     }
   });
-  if (x.scalar_type() == torch::kFloat32 || bf16) return y;
-  return y.to(x.scalar_type());
+  if (x.scalar_type() != torch::kFloat32 && !bf16)
+    for (auto& y : ys) y = y.to(x.scalar_type());
+  return ys;
 }
 
 }  // namespace
@@ -1065,24 +1106,45 @@ torch::Tensor nf4_matvec_cpu(const torch::Tensor& x, const Nf4Weight& weight) {
     throw Error("nf4 matvec: the weight is not a CPU [out, in] with in a multiple of 64");
   const int64_t out = weight.shape[0], in = weight.shape[1];
   check_input(x, in, "nf4 matvec");
-  return run_rows(x, out, in, weight.packed.data_ptr<uint8_t>(), in / 2,
-                  cpu_block_scales(weight).data_ptr<float>(), in / kBlock, nf4_kernel,
-                  nf4_activation_order);
+  return run_rows<uint8_t>(
+             x, in,
+             {{out, weight.packed.data_ptr<uint8_t>(), cpu_block_scales(weight).data_ptr<float>()}},
+             in / 2, in / kBlock, nf4_kernel, nf4_activation_order)
+      .front();
+}
+
+std::vector<torch::Tensor> nf4_matvec_cpu(const torch::Tensor& x,
+                                          const std::vector<const Nf4Weight*>& weights) {
+  if (weights.empty()) return {};
+  const int64_t in = weights.front()->shape.size() == 2 ? weights.front()->shape[1] : 0;
+  std::vector<WeightRows<uint8_t>> rows;
+  for (const Nf4Weight* weight : weights) {
+    if (!cpu_matvec_supports(*weight) || weight->shape[1] != in)
+      throw Error("nf4 matvec: the weights are not CPU [out, in] of one in, a multiple of 64");
+    rows.push_back({weight->shape[0], weight->packed.data_ptr<uint8_t>(),
+                    cpu_block_scales(*weight).data_ptr<float>()});
+  }
+  check_input(x, in, "nf4 matvec");
+  return run_rows<uint8_t>(x, in, rows, in / 2, in / kBlock, nf4_kernel, nf4_activation_order);
 }
 
 torch::Tensor q16_matvec_cpu(const torch::Tensor& x, const Q16Weight& weight) {
   const int64_t out = weight.out_features, in = weight.in_features;
   check_input(x, in, "q16 matvec");
   // The Q16 copy stores its block scales row by row already.
-  return run_rows(x, out, in, weight.codes.data_ptr<int16_t>(), in, weight.scales.data_ptr<float>(),
-                  in / kBlock, q16_kernel, [](CpuIsa) { return ActivationOrder::lanes; });
+  return run_rows<int16_t>(
+             x, in, {{out, weight.codes.data_ptr<int16_t>(), weight.scales.data_ptr<float>()}}, in,
+             in / kBlock, q16_kernel, [](CpuIsa) { return ActivationOrder::lanes; })
+      .front();
 }
 
 torch::Tensor q8_matvec_cpu(const torch::Tensor& x, const Q8Weight& weight) {
   const int64_t out = weight.out_features, in = weight.in_features;
   check_input(x, in, "q8 matvec");
-  return run_rows(x, out, in, weight.codes.data_ptr<int8_t>(), in, weight.scales.data_ptr<float>(),
-                  in / kQ8Block, q8_kernel, [](CpuIsa) { return ActivationOrder::natural; });
+  return run_rows<int8_t>(
+             x, in, {{out, weight.codes.data_ptr<int8_t>(), weight.scales.data_ptr<float>()}}, in,
+             in / kQ8Block, q8_kernel, [](CpuIsa) { return ActivationOrder::natural; })
+      .front();
 }
 
 }  // namespace citeforge::models

@@ -17,6 +17,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/nf4.h"
 
@@ -89,6 +90,12 @@ bool cpu_matvec_supports(const torch::Tensor& weight);
 // x [..., in] (fp32 or bf16, on the CPU) times the weight's transpose: [..., out] in x's dtype,
 // accumulated in fp32. Threads over output rows with LibTorch's intra-op pool.
 torch::Tensor nf4_matvec_cpu(const torch::Tensor& x, const Nf4Weight& weight);
+// x times each weight (all with x's inputs), as nf4_matvec_cpu gives each to the bit, with x
+// rounded to int16 once and all the weights' rows in one parallel loop: a layer's projections of
+// one input (q, k and v; gate and up) at a decoding step, whose fork, join and rounding cost as
+// much as a small weight's arithmetic.
+std::vector<torch::Tensor> nf4_matvec_cpu(const torch::Tensor& x,
+                                          const std::vector<const Nf4Weight*>& weights);
 torch::Tensor q16_matvec_cpu(const torch::Tensor& x, const Q16Weight& weight);
 torch::Tensor q8_matvec_cpu(const torch::Tensor& x, const Q8Weight& weight);
 

@@ -34,6 +34,14 @@ std::optional<torch::Tensor> fused_nf4_linear(const torch::Tensor& x, const Nf4W
   return nf4_matvec_cpu(x, weight);
 }
 
+std::optional<std::vector<torch::Tensor>> fused_nf4_linears(
+    const torch::Tensor& x, const std::vector<const Nf4Weight*>& weights) {
+  if (!use_fused_kernel(x)) return std::nullopt;
+  for (const Nf4Weight* weight : weights)
+    if (!cpu_matvec_supports(*weight) || weight->shape[1] != x.size(-1)) return std::nullopt;
+  return nf4_matvec_cpu(x, weights);
+}
+
 std::optional<torch::Tensor> fused_output_layer(const torch::Tensor& x, const torch::Tensor& weight,
                                                 DecodingHead& head) {
   if (!use_fused_kernel(x) || !cpu_matvec_supports(weight)) return std::nullopt;

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <optional>
+#include <vector>
 
 #include "models/cpu_matvec.h"
 #include "models/nf4.h"
@@ -38,6 +39,10 @@ bool use_fused_kernel(const torch::Tensor& x);
 // x W^T by the fused NF4 kernel, or nullopt where it does not apply (see use_fused_kernel and
 // cpu_matvec_supports).
 std::optional<torch::Tensor> fused_nf4_linear(const torch::Tensor& x, const Nf4Weight& weight);
+// x W_i^T for several weights of x's inputs in one kernel call (each the bits fused_nf4_linear
+// gives it), or nullopt where the fused kernel does not take x or one of the weights.
+std::optional<std::vector<torch::Tensor>> fused_nf4_linears(
+    const torch::Tensor& x, const std::vector<const Nf4Weight*>& weights);
 
 // A dense output layer's decoding copy, kept while its weight is unchanged: 8-bit where that is
 // exact (a GGUF's Q8_0 output layer), 16-bit otherwise.

@@ -80,19 +80,24 @@ bool folds_adapter(const torch::Tensor& x, const torch::Tensor& A, int64_t in, i
 }  // namespace
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
+  return forward_with_fused_base(x, torch::Tensor());
+}
+
+torch::Tensor LinearImpl::forward_with_fused_base(const torch::Tensor& x, torch::Tensor fused) {
   const bool reference = has_lora() && use_reference && reference_A.defined();
   const bool adapted = reference || (has_lora() && !use_reference && adapter_enabled);
   const auto& A = reference ? reference_A : lora_A;
   const auto& B = reference ? reference_B : lora_B;
   const bool dropout = adapted && lora_dropout > 0 && !reference && is_training();
   const auto bias_of = [&] { return bias.defined() ? bias.to(x.scalar_type()) : torch::Tensor(); };
-  if (adapted && !dropout && folds_adapter(x, A, in_features, out_features))
+  // Never both: a fused product means a decoding step's rows, which no adapter is folded for.
+  if (!fused.defined() && adapted && !dropout && folds_adapter(x, A, in_features, out_features))
     return torch::linear(x, torch::addmm(base_weight(x.scalar_type()), B, A, 1, lora_scale),
                          bias_of());
   torch::Tensor y;
-  if (nf4)
-    if (auto fused = fused_nf4_linear(x, *nf4))
-      y = bias.defined() ? *fused + bias.to(x.scalar_type()) : *fused;
+  if (!fused.defined() && nf4)
+    if (auto product = fused_nf4_linear(x, *nf4)) fused = *product;
+  if (fused.defined()) y = bias.defined() ? fused + bias.to(x.scalar_type()) : fused;
   // Without a dense copy held for the run (a GPU's case), a gradient through x must not make
   // autograd keep the dequantised weight: nf4_linear dequantises again in the backward pass.
   if (!y.defined() && nf4 && dequantized_scopes == 0 && torch::GradMode::is_enabled() &&
@@ -115,6 +120,20 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
         .view(y.sizes());
   auto update = torch::linear(down, B.to(A.scalar_type())) * lora_scale;
   return y + update.to(y.scalar_type());
+}
+
+std::vector<torch::Tensor> linears_of_one_input(const torch::Tensor& x,
+                                                const std::vector<LinearImpl*>& layers) {
+  std::vector<const Nf4Weight*> weights;
+  for (const LinearImpl* layer : layers)
+    if (layer->nf4) weights.push_back(&*layer->nf4);
+  std::optional<std::vector<torch::Tensor>> bases;
+  if (weights.size() == layers.size() && layers.size() > 1) bases = fused_nf4_linears(x, weights);
+  std::vector<torch::Tensor> outputs;
+  for (size_t i = 0; i < layers.size(); ++i)
+    outputs.push_back(bases ? layers[i]->forward_with_fused_base(x, (*bases)[i])
+                            : layers[i]->forward(x));
+  return outputs;
 }
 
 void LinearImpl::quantize_nf4(int64_t blocksize) {

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <optional>
+#include <vector>
 
 #include "models/nf4.h"
 
@@ -26,6 +27,9 @@ struct LinearImpl : torch::nn::Module {
   LinearImpl(int64_t in_features, int64_t out_features, bool allocate = true,
              bool with_bias = false);
   torch::Tensor forward(const torch::Tensor& x);
+  // forward(x) given the NF4 base's fused product of x (fused_nf4_linear's), which the caller
+  // made along with other layers' (linears_of_one_input).
+  torch::Tensor forward_with_fused_base(const torch::Tensor& x, torch::Tensor fused_base);
 
   // The base weight as a dense tensor of `dtype` (dequantised when NF4).
   torch::Tensor base_weight(torch::Dtype dtype) const;
@@ -62,6 +66,13 @@ struct LinearImpl : torch::nn::Module {
   mutable int64_t dense_cache_version = 0;
 };
 TORCH_MODULE(Linear);
+
+// Each layer's forward(x), for layers that share their input (an attention's q, k and v, an
+// MLP's gate and up): where the fused kernel takes x and every base is NF4, the bases' products
+// come from one kernel call (x rounded once, one fork and join), then each layer adds its own
+// bias and adapter. The same bits as calling each layer.
+std::vector<torch::Tensor> linears_of_one_input(const torch::Tensor& x,
+                                                const std::vector<LinearImpl*>& layers);
 
 // While one of these is alive on a thread, every NF4 layer dequantises its frozen base once and
 // reuses it in every forward and backward pass, instead of once per matmul. On a CPU the

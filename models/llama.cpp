@@ -149,15 +149,16 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
                                      KVCache* cache, int64_t layer, torch::Tensor* attention_mass,
                                      const PackedRows* packed) {
   const int64_t B = x.size(0), T = x.size(1);
-  auto q = q_proj(x).view({B, T, num_heads, head_dim});
-  auto k = k_proj(x).view({B, T, num_kv_heads, head_dim});
+  auto qkv = linears_of_one_input(x, {q_proj.get(), k_proj.get(), v_proj.get()});
+  auto q = qkv[0].view({B, T, num_heads, head_dim});
+  auto k = qkv[1].view({B, T, num_kv_heads, head_dim});
   if (q_norm) {  // per head, before the rotation
     q = q_norm(q);
     k = k_norm(k);
   }
   q = q.transpose(1, 2);
   k = k.transpose(1, 2);
-  auto v = v_proj(x).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
+  auto v = qkv[2].view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
   const int64_t groups = num_heads / num_kv_heads;
@@ -200,7 +201,8 @@ MlpImpl::MlpImpl(const ModelConfig& c, bool allocate) {
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+  const auto gate_up = linears_of_one_input(x, {gate_proj.get(), up_proj.get()});
+  return down_proj(torch::silu(gate_up[0]) * gate_up[1]);
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, bool allocate) {

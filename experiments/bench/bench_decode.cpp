@@ -126,6 +126,16 @@ json kernel_rows(models::LlamaForCausalLM& model, int reps) {
   for (const auto& m : model->modules(/*include_self=*/false))
     if (auto* linear = m->as<models::LinearImpl>())
       if (linear->nf4) layers.push_back(&*linear->nf4);
+  std::vector<std::vector<const models::Nf4Weight*>> calls_of_one_input;
+  for (const auto& block : *model->model->layers) {
+    const auto& attention = *block->as<models::DecoderLayerImpl>()->self_attn;
+    const auto& mlp = *block->as<models::DecoderLayerImpl>()->mlp;
+    calls_of_one_input.push_back(
+        {&*attention.q_proj->nf4, &*attention.k_proj->nf4, &*attention.v_proj->nf4});
+    calls_of_one_input.push_back({&*attention.o_proj->nf4});
+    calls_of_one_input.push_back({&*mlp.gate_proj->nf4, &*mlp.up_proj->nf4});
+    calls_of_one_input.push_back({&*mlp.down_proj->nf4});
+  }
   const auto& head_weight = model->model->embed_tokens->weight;
   models::DecodingHead head;
   json rows = json::array();
@@ -147,22 +157,35 @@ json kernel_rows(models::LlamaForCausalLM& model, int reps) {
       for (const auto* w : layers)
         models::nf4_matvec_cpu(w->shape[1] == hidden ? x_hidden : x_mlp, *w);
     };
+    // The same weights as the model calls them: a layer's q, k and v in one kernel call and its
+    // gate and up in another (models::linears_of_one_input), o and down alone. Timed in turns
+    // with the sweep above, so that the two share the machine's minute.
+    auto together = [&] {
+      for (const auto& call : calls_of_one_input)
+        models::nf4_matvec_cpu(call.front()->shape[1] == hidden ? x_hidden : x_mlp, call);
+    };
     sweep();
-    std::vector<double> t_layers, t_head;
+    together();
+    std::vector<double> t_layers, t_together, t_head;
     for (int i = 0; i < 4 * reps; ++i) {
       t_layers.push_back(seconds(sweep));
+      t_together.push_back(seconds(together));
       t_head.push_back(seconds(run_head));
     }
     const double a = bench::median(t_layers), b = bench::median(t_head);
+    const double c = bench::median(t_together);
     rows.push_back({{"batch", batch},
                     {"nf4_layers_ms", 1e3 * a},
+                    {"nf4_layers_together_ms", 1e3 * c},
                     {"nf4_gb_per_s", nf4_bytes / a / 1e9},
                     {"head_copy", head.q8 ? "Q8 (exact)" : "Q16"},
                     {"head_ms", 1e3 * b},
                     {"head_gb_per_s", head_bytes / b / 1e9}});
     std::fprintf(
-        stderr, "kernels batch %lld: NF4 layers %.2f ms (%.1f GB/s), %s head %.2f ms (%.1f GB/s)\n",
-        (long long)batch, 1e3 * a, nf4_bytes / a / 1e9, head.q8 ? "Q8" : "Q16", 1e3 * b,
+        stderr,
+        "kernels batch %lld: NF4 layers %.2f ms (%.1f GB/s; %.2f ms with the projections of one "
+        "input together), %s head %.2f ms (%.1f GB/s)\n",
+        (long long)batch, 1e3 * a, nf4_bytes / a / 1e9, 1e3 * c, head.q8 ? "Q8" : "Q16", 1e3 * b,
         head_bytes / b / 1e9);
   }
   return rows;
@@ -341,13 +364,18 @@ std::string table(const json& r, const std::string& command) {
       << fixed(row["weight_gb_per_s"], 2) << " |\n";
   if (r.contains("kernels")) {
     s << "\nThe kernels alone over one decoding step's layers (the 210 NF4 projections, then the "
-      << "output layer's decoding copy in fp32), no attention, norms or sampling:\n\n"
-      << "| rows | NF4 layers ms | their GB/s | output layer copy | its ms | its GB/s "
-         "|\n|---|---|---|---|---|---|\n";
+      << "output layer's decoding copy in fp32), no attention, norms or sampling; `together`: "
+      << "the same projections as the model calls them, each layer's q, k and v in one kernel "
+      << "call and its gate and up in another (timed in turns with the one-by-one sweep):\n\n"
+      << "| rows | NF4 layers ms | their GB/s | together ms | output layer copy | its ms | its "
+         "GB/s |\n|---|---|---|---|---|---|---|\n";
     for (const auto& k : r["kernels"])
       s << "| " << k["batch"] << " | " << fixed(k["nf4_layers_ms"], 2) << " | "
-        << fixed(k["nf4_gb_per_s"], 1) << " | " << k["head_copy"].get<std::string>() << " | "
-        << fixed(k["head_ms"], 2) << " | " << fixed(k["head_gb_per_s"], 1) << " |\n";
+        << fixed(k["nf4_gb_per_s"], 1) << " | "
+        << (k.contains("nf4_layers_together_ms") ? fixed(k["nf4_layers_together_ms"], 2)
+                                                 : std::string("-"))
+        << " | " << k["head_copy"].get<std::string>() << " | " << fixed(k["head_ms"], 2) << " | "
+        << fixed(k["head_gb_per_s"], 1) << " |\n";
   }
   if (r.contains("attention")) {
     s << "\nOne layer's attention at a bf16 decoding step (SmolLM2's 9 query heads on 3 kv heads "
@@ -439,9 +467,8 @@ int main(int argc, char** argv) {
       r["kernels"] = kernel_rows(fp32_model, reps);
       r["attention"] = attention_rows(fp32_model->config, reps);
     }
-    if (part == "kernels") return 0;
-    r["rows"] = json::array();
-    for (auto dtype : decode_dtypes) {
+    r["rows"] = json::array();  // none with --part kernels, whose tables are still written
+    for (auto dtype : part == "kernels" ? std::vector<torch::Dtype>{} : decode_dtypes) {
       auto model = dtype == torch::kFloat32 ? fp32_model : load_nf4(dir, dtype, lora_rank);
       for (auto& row : decode_rows(model, dtype, reps, temperature, batches))
         r["rows"].push_back(row);

@@ -85,6 +85,43 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "several NF4 weights of one input in one kernel call give each weight's own call's bits, "
+    "in fp32 and bf16, on every path",
+    "[models][cpu_matvec]") {
+  KernelSettings restore;
+  torch::manual_seed(13);
+  // Output rows that split the parallel loop's range inside a weight and across two, and an odd
+  // count; rows past one call's 8.
+  std::vector<models::Nf4Weight> weights;
+  for (int64_t out : {192, 64, 3, 130})
+    weights.push_back(models::nf4_quantize(torch::randn({out, 576}) * 0.05));
+  std::vector<const models::Nf4Weight*> pointers;
+  for (const auto& w : weights) pointers.push_back(&w);
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16})
+    for (int64_t rows : {1, 3, 11}) {
+      INFO("dtype " << dtype << " rows " << rows);
+      auto x = torch::randn({rows, 1, 576}).to(dtype);
+      for (CpuIsa isa : runnable_paths()) {
+        INFO("path " << models::cpu_isa_name(isa));
+        models::force_cpu_isa(isa);
+        const auto together = models::nf4_matvec_cpu(x, pointers);
+        REQUIRE(together.size() == weights.size());
+        for (size_t i = 0; i < weights.size(); ++i) {
+          INFO("weight " << i);
+          const auto alone = models::nf4_matvec_cpu(x, weights[i]);
+          CHECK(together[i].sizes() == alone.sizes());
+          CHECK(together[i].scalar_type() == dtype);
+          CHECK(torch::equal(together[i], alone));
+        }
+      }
+    }
+  // Weights of different inputs are refused with the error, not read out of bounds.
+  auto other = models::nf4_quantize(torch::randn({64, 128}));
+  CHECK_THROWS_AS(models::nf4_matvec_cpu(torch::randn({1, 576}), {&weights[0], &other}), Error);
+  CHECK_FALSE(models::fused_nf4_linears(torch::randn({1, 576}), {&weights[0], &other}).has_value());
+}
+
+TEST_CASE(
     "the Q16 output-layer kernel equals its own dequantised matmul and stays near the "
     "dense layer",
     "[models][cpu_matvec]") {
@@ -295,6 +332,51 @@ TEST_CASE(
   CHECK_FALSE(models::fused_nf4_linear(x, *ragged->nf4).has_value());
   CHECK(torch::allclose(ragged(x), torch::linear(x, models::nf4_dequantize(*ragged->nf4)), 1e-5,
                         1e-6));
+}
+
+TEST_CASE(
+    "layers of one input (q, k and v; gate and up) give each layer's own forward, with their "
+    "NF4 bases in one kernel call at a decoding step",
+    "[models][cpu_matvec][linear]") {
+  KernelSettings restore;
+  torch::manual_seed(16);
+  // One with a bias, two with adapters (one of them the reference adapter in use), one without.
+  models::Linear q(128, 192, true, /*with_bias=*/true), k(128, 64), v(128, 64);
+  torch::nn::init::normal_(q->bias);
+  for (auto* layer : {q.get(), k.get(), v.get()}) layer->quantize_nf4();
+  q->add_lora({4, 8, 0});
+  k->add_lora({4, 8, 0});
+  torch::nn::init::normal_(q->lora_B);
+  k->reference_A = torch::randn({4, 128});
+  k->reference_B = torch::randn({64, 4});
+  k->use_reference = true;
+  torch::NoGradGuard no_grad;
+  const std::vector<models::LinearImpl*> layers{q.get(), k.get(), v.get()};
+  auto check_each = [&](const torch::Tensor& x) {
+    const auto together = models::linears_of_one_input(x, layers);
+    REQUIRE(together.size() == layers.size());
+    for (size_t i = 0; i < layers.size(); ++i) {
+      INFO("layer " << i);
+      CHECK(torch::equal(together[i], layers[i]->forward(x)));
+    }
+  };
+  for (int64_t rows : {int64_t(1), int64_t(5), models::fused_max_rows(torch::kFloat32) + 1}) {
+    INFO("rows " << rows);
+    check_each(torch::randn({1, rows, 128}));
+  }
+  check_each(torch::randn({2, 3, 128}).to(torch::kBFloat16));
+  // The decoding kernel computes them (not the dense path): the bits of the kernel's call.
+  auto x = torch::randn({1, 1, 128});
+  CHECK(
+      torch::equal(models::linears_of_one_input(x, layers)[2], models::nf4_matvec_cpu(x, *v->nf4)));
+  models::set_fused_decoding(false);
+  check_each(x);
+  models::set_fused_decoding(true);
+  // A dense base among them: every layer its own forward.
+  models::Linear dense(128, 64);
+  check_each(x);
+  const auto mixed = models::linears_of_one_input(x, {q.get(), dense.get()});
+  CHECK(torch::equal(mixed[1], dense->forward(x)));
 }
 
 TEST_CASE("the kernels take up to 32 rows of fp32 activations and 8 of bf16, and no other dtype",
