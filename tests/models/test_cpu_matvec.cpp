@@ -335,7 +335,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "layers of one input (q, k and v; gate and up) give each layer's own forward, with their "
+    "layers of one input (q, k and v, or gate and up) give each layer's own forward, with their "
     "NF4 bases in one kernel call at a decoding step",
     "[models][cpu_matvec][linear]") {
   KernelSettings restore;
