@@ -678,9 +678,6 @@ Q8RowKernel q8_kernel(CpuIsa isa, int64_t rows) {
   return q8_row_portable;
 }
 
-// The activation rows as int16 codes with one fp32 scale per block of 64 (block max / 8191),
-// each block in `order`. A block holding a non-finite value
-// gets codes 0 and a NaN scale, so its outputs come out NaN, never a finite guess.
 // std::lrint(v) for the activations' codes, a decoding step's most frequent rounding: GCC leaves
 // std::lrint a library call (it may set errno), where x86 has one instruction that rounds by the
 // same mode (MXCSR, which fesetround sets together with the x87 one). |v| <= 8191 here.
@@ -692,6 +689,9 @@ inline int32_t round_to_int(float v) {
 #endif
 }
 
+// The activation rows as int16 codes with one fp32 scale per block of 64 (block max / 8191),
+// each block in `order`. A block holding a non-finite value
+// gets codes 0 and a NaN scale, so its outputs come out NaN, never a finite guess.
 struct QuantizedRows {
   std::vector<int16_t> codes;  // [rows, in]
   std::vector<float> scales;   // [rows, in / 64]
@@ -758,10 +758,6 @@ void check_input(const torch::Tensor& x, int64_t in, const char* what) {
                 " for a weight of " + std::to_string(in) + " inputs");
 }
 
-// Runs the row kernel `pick` gives for this CPU over every output row (`codes_per_row` codes
-// and `in / 64` block scales of `weight_scales` each), in parallel over rows, kTileRows output
-// rows and at most kMaxRows activation rows a call. `order(isa)` is the activation order the
-// path's kernel reads.
 // One weight of a run_rows call: its output rows, their codes and block scales.
 template <class Code>
 struct WeightRows {
@@ -770,9 +766,12 @@ struct WeightRows {
   const float* weight_scales;
 };
 
-// x times each weight's transpose, all with `in` inputs: the activations rounded once and every
-// weight's output rows in one parallel loop (a layer's q, k and v projections share their input
-// and one fork and join), each output row computed as a lone weight's would be.
+// x times each weight's transpose, all with `in` inputs: runs the row kernel `pick` gives for
+// this CPU over every output row (`codes_per_row` codes and `in / 64` block scales each), with the
+// activations rounded once and all the weights' output rows in one parallel loop (a layer's q,
+// k and v projections share their input and one fork and join), kTileRows output rows and at most
+// kMaxRows activation rows a call; each output row is computed as a lone weight's would be.
+// `order(isa)` is the activation order the path's kernel reads.
 template <class Code>
 std::vector<torch::Tensor> run_rows(const torch::Tensor& x, int64_t in,
                                     const std::vector<WeightRows<Code>>& weights,
