@@ -801,8 +801,11 @@ std::vector<torch::Tensor> run_rows(const torch::Tensor& x, int64_t in,
     total += w.out;
   }
   std::vector<float> buffer(bf16 ? size_t(rows * total) : 0);
-  for (size_t i = 0; i < weights.size(); ++i)
+  std::vector<c10::BFloat16*> y_bf16(weights.size(), nullptr);
+  for (size_t i = 0; i < weights.size(); ++i) {
     y_data.push_back(bf16 ? buffer.data() + rows * first_row[i] : ys[i].data_ptr<float>());
+    if (bf16) y_bf16[i] = ys[i].data_ptr<c10::BFloat16>();
+  }
   const int64_t grain = std::max<int64_t>(1, 32768 / in);
   at::parallel_for(0, total, grain, [&](int64_t begin, int64_t end) {
     for (size_t i = 0; i < weights.size(); ++i) {
@@ -821,10 +824,9 @@ std::vector<torch::Tensor> run_rows(const torch::Tensor& x, int64_t in,
                      codes_per_row, scales_per_row});
         }
         if (!bf16) continue;
-        c10::BFloat16* y_bf16 = ys[i].data_ptr<c10::BFloat16>();
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t j = o; j < o + n_out; ++j)
-            y_bf16[r * w.out + j] = c10::BFloat16(y[r * w.out + j]);
+            y_bf16[i][r * w.out + j] = c10::BFloat16(y[r * w.out + j]);
       }
     }
   });

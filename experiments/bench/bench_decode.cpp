@@ -122,10 +122,8 @@ models::LlamaForCausalLM load_nf4(const std::string& dir, torch::Dtype dtype, in
 // sampling): what the kernels take of a step, and the GB/s they read weights at. The output
 // layer goes through the decoding copy the model itself makes (models/fused_matmul.h).
 json kernel_rows(models::LlamaForCausalLM& model, int reps) {
-  std::vector<const models::Nf4Weight*> layers;
-  for (const auto& m : model->modules(/*include_self=*/false))
-    if (auto* linear = m->as<models::LinearImpl>())
-      if (linear->nf4) layers.push_back(&*linear->nf4);
+  // Each layer's projections grouped as the model calls them (models::linears_of_one_input in
+  // AttentionImpl and MlpImpl::forward), and the same weights one by one.
   std::vector<std::vector<const models::Nf4Weight*>> calls_of_one_input;
   for (const auto& block : *model->model->layers) {
     const auto& attention = *block->as<models::DecoderLayerImpl>()->self_attn;
@@ -136,6 +134,8 @@ json kernel_rows(models::LlamaForCausalLM& model, int reps) {
     calls_of_one_input.push_back({&*mlp.gate_proj->nf4, &*mlp.up_proj->nf4});
     calls_of_one_input.push_back({&*mlp.down_proj->nf4});
   }
+  std::vector<const models::Nf4Weight*> layers;
+  for (const auto& call : calls_of_one_input) layers.insert(layers.end(), call.begin(), call.end());
   const auto& head_weight = model->model->embed_tokens->weight;
   models::DecodingHead head;
   json rows = json::array();
@@ -158,8 +158,8 @@ json kernel_rows(models::LlamaForCausalLM& model, int reps) {
         models::nf4_matvec_cpu(w->shape[1] == hidden ? x_hidden : x_mlp, *w);
     };
     // The same weights as the model calls them: a layer's q, k and v in one kernel call and its
-    // gate and up in another (models::linears_of_one_input), o and down alone. Timed in turns
-    // with the sweep above, so that the two share the machine's minute.
+    // gate and up in another, o and down alone. Timed in turns with the sweep above, so that the
+    // two share the machine's minute.
     auto together = [&] {
       for (const auto& call : calls_of_one_input)
         models::nf4_matvec_cpu(call.front()->shape[1] == hidden ? x_hidden : x_mlp, call);

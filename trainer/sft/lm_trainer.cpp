@@ -31,10 +31,13 @@ int64_t untrained_shared_prefix(const Batch& batch) {
   const auto ids = batch.ids.cpu();
   const int64_t T = ids.size(1);
   // Positions where every row has row 0's token, and positions whose prediction trains in a row.
-  const auto same = ids.eq(ids.narrow(0, 0, 1)).all(0);
-  const auto trained = batch.mask.cpu().gt(0).any(0);
+  // Read through accessors: a tensor indexed per position would be two operators a token.
+  const auto same_tensor = ids.eq(ids.narrow(0, 0, 1)).all(0);
+  const auto trained_tensor = batch.mask.cpu().gt(0).any(0);
+  const auto same = same_tensor.accessor<bool, 1>();
+  const auto trained = trained_tensor.accessor<bool, 1>();
   int64_t shared = 0;
-  while (shared < T - 1 && same[shared].item<bool>() && !trained[shared].item<bool>()) ++shared;
+  while (shared < T - 1 && same[shared] && !trained[shared]) ++shared;
   return shared;
 }
 
