@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/error.h"
@@ -215,21 +216,60 @@ CITEFORGE_INLINE void score_on(const HeadJob<T>& job) {
   scores_portable(job);
 }
 
-template <CpuIsa P, class T>
-CITEFORGE_INLINE void attend(const HeadJob<T>& job) {
+#if defined(CITEFORGE_X86)
+// exp_of on 8 values: the same operations in the same order, so the same bits.
+CITEFORGE_AVX2 CITEFORGE_INLINE __m256 exp_of8(__m256 x) {
+  const __m256 lowest = _mm256_set1_ps(-87.33654f), highest = _mm256_set1_ps(88.72283f);
+  const __m256 above_lowest = _mm256_blendv_ps(lowest, x, _mm256_cmp_ps(x, lowest, _CMP_GT_OQ));
+  const __m256 clamped =
+      _mm256_blendv_ps(above_lowest, highest, _mm256_cmp_ps(x, highest, _CMP_GT_OQ));
+  const __m256 shift = _mm256_set1_ps(12582912.0f);
+  const __m256 n = _mm256_sub_ps(
+      _mm256_add_ps(_mm256_mul_ps(clamped, _mm256_set1_ps(1.44269504088896341f)), shift), shift);
+  const __m256 r =
+      _mm256_sub_ps(_mm256_sub_ps(clamped, _mm256_mul_ps(n, _mm256_set1_ps(0.693359375f))),
+                    _mm256_mul_ps(n, _mm256_set1_ps(-2.12194440e-4f)));
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  for (float c :
+       {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(c));
+  const __m256 y =
+      _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)), r), _mm256_set1_ps(1.0f));
+  const __m256 two_to_n = _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23));
+  const __m256 e = _mm256_blendv_ps(x, _mm256_mul_ps(y, two_to_n), _mm256_cmp_ps(x, x, _CMP_EQ_OQ));
+  return _mm256_blendv_ps(e, _mm256_setzero_ps(), _mm256_cmp_ps(x, lowest, _CMP_LT_OQ));
+}
+#endif
+
+// p[s] = exp_of(p[s] - top): the softmax's costliest loop, which GCC leaves scalar.
+CITEFORGE_INLINE void exp_minus_portable(float* p, int64_t from, int64_t n, float top) {
+  for (int64_t s = from; s < n; ++s) p[s] = exp_of(p[s] - top);
+}
+
+#if defined(CITEFORGE_X86)
+CITEFORGE_AVX2 void exp_minus_avx2(float* p, int64_t n, float top) {
+  const __m256 t = _mm256_set1_ps(top);
+  int64_t s = 0;
+  for (; s + 8 <= n; s += 8)
+    _mm256_storeu_ps(p + s, exp_of8(_mm256_sub_ps(_mm256_loadu_ps(p + s), t)));
+  exp_minus_portable(p, s, n, top);
+}
+#endif
+
+template <CpuIsa P>
+CITEFORGE_INLINE void exp_minus(float* p, int64_t n, float top) {
+#if defined(CITEFORGE_X86)
+  if constexpr (P != CpuIsa::portable) return exp_minus_avx2(p, n, top);
+#endif
+  exp_minus_portable(p, 0, n, top);
+}
+
+// Each query head's sum of the values weighted by its probabilities, slot by slot (a slot of
+// probability 0, masked, adds nothing and is skipped), then rounded to T.
+template <class T>
+CITEFORGE_INLINE void weighted_values_portable(const HeadJob<T>& job) {
   const int64_t G = job.groups, S = job.slots, D = job.dim;
-  score_on<P>(job);
-  // The softmax as ATen's CPU kernel orders it: the maximum, exp(x - max) and their sum, then
-  // each times the sum's reciprocal.
-  for (int64_t g = 0; g < G; ++g) {
-    float* p = job.scores + g * S;
-    const float top = largest(p, S);
-    for (int64_t s = 0; s < S; ++s) p[s] = exp_of(p[s] - top);
-    const float inverse = 1.0f / sum_of(p, S);
-    for (int64_t s = 0; s < S; ++s) p[s] = rounded<T>(p[s] * inverse);
-  }
-  // The values weighted by the probabilities, slot by slot; a slot of probability 0 (masked)
-  // adds nothing and is skipped.
   std::fill(job.sums, job.sums + G * D, 0.0f);
   for (int64_t s = 0; s < S; ++s) {
     const T* value = job.v + s * job.v_stride;
@@ -242,6 +282,64 @@ CITEFORGE_INLINE void attend(const HeadJob<T>& job) {
   }
   for (int64_t g = 0; g < G; ++g)
     for (int64_t d = 0; d < D; ++d) job.out[g * job.out_stride + d] = T(job.sums[g * D + d]);
+}
+
+#if defined(CITEFORGE_X86)
+// The same sums 64 values at a time in eight registers instead of memory: each value's adds in
+// the same slot order, so the same bits.
+template <class T>
+CITEFORGE_AVX2 void weighted_values_avx2(const HeadJob<T>& job) {
+  const int64_t S = job.slots, D = job.dim;
+  if (D % 64 != 0) return weighted_values_portable(job);
+  for (int64_t g = 0; g < job.groups; ++g) {
+    const float* probs = job.scores + g * S;
+    for (int64_t d0 = 0; d0 < D; d0 += 64) {
+      __m256 acc[8];
+      for (auto& a : acc) a = _mm256_setzero_ps();
+      for (int64_t s = 0; s < S; ++s) {
+        if (probs[s] == 0.0f) continue;
+        const __m256 p = _mm256_set1_ps(probs[s]);
+        const T* value = job.v + s * job.v_stride + d0;
+        for (int i = 0; i < 8; ++i)
+          acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(p, load8(value + 8 * i)));
+      }
+      T* out = job.out + g * job.out_stride + d0;
+      for (int i = 0; i < 8; ++i) {
+        if constexpr (std::is_same_v<T, float>) {
+          _mm256_storeu_ps(out + 8 * i, acc[i]);
+        } else {
+          alignas(32) float lanes[8];
+          _mm256_store_ps(lanes, acc[i]);
+          for (int l = 0; l < 8; ++l) out[8 * i + l] = T(lanes[l]);
+        }
+      }
+    }
+  }
+}
+#endif
+
+template <CpuIsa P, class T>
+CITEFORGE_INLINE void weighted_values(const HeadJob<T>& job) {
+#if defined(CITEFORGE_X86)
+  if constexpr (P != CpuIsa::portable) return weighted_values_avx2(job);
+#endif
+  weighted_values_portable(job);
+}
+
+template <CpuIsa P, class T>
+CITEFORGE_INLINE void attend(const HeadJob<T>& job) {
+  const int64_t G = job.groups, S = job.slots;
+  score_on<P>(job);
+  // The softmax as ATen's CPU kernel orders it: the maximum, exp(x - max) and their sum, then
+  // each times the sum's reciprocal.
+  for (int64_t g = 0; g < G; ++g) {
+    float* p = job.scores + g * S;
+    const float top = largest(p, S);
+    exp_minus<P>(p, S, top);
+    const float inverse = 1.0f / sum_of(p, S);
+    for (int64_t s = 0; s < S; ++s) p[s] = rounded<T>(p[s] * inverse);
+  }
+  weighted_values<P>(job);
 }
 
 template <class T>
@@ -319,7 +417,7 @@ bool decode_attention_applies(const torch::Tensor& q, const torch::Tensor& k, in
                               bool reads_attention) {
   const auto dtype = q.scalar_type();
   return fused_decoding_enabled() && new_tokens == 1 && !reads_attention && q.device().is_cpu() &&
-         dtype == torch::kBFloat16 && k.scalar_type() == dtype &&
+         (dtype == torch::kBFloat16 || dtype == torch::kFloat32) && k.scalar_type() == dtype &&
          !(torch::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad()));
 }
 

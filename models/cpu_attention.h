@@ -2,9 +2,10 @@
 // and values, in one pass per kv head over its group of query heads. A bf16 model's exact path
 // (two batched bf16 matmuls around the fp32 softmax) took 47 µs a SmolLM2 layer at batch 1 for
 // a few µs of arithmetic (experiments/bench/results/decode_cpu.md; docs/design.md §4, "Decoding
-// on a CPU"). The kernel takes fp32 too (the tests check it), but an fp32 model keeps ATen's
-// fused kernel: changing its numerics would part the fp32 records from the code for a few µs a
-// layer.
+// on a CPU"). An fp32 model's, ATen's fused kernel, turns a one-row query into a matrix-vector
+// call per head, whose setup and parallel region cost more than the arithmetic; this kernel
+// replaced it at decoding steps once its softmax and weighted sum were vectorised
+// (bench_decode's attention table, experiments/bench/results/decode_cpu_avx2.md).
 //
 // It computes what the exact attention of a reduced-precision model computes (models/llama.cpp):
 // each score the query-key dot product accumulated in fp32 (rounded to the model's dtype, as a
@@ -20,7 +21,7 @@
 namespace citeforge::models {
 
 // Whether a layer call's attention goes to decode_attention_cpu: on the CPU, one new token per
-// row, bf16, no gradient needed through it, the attention weights not read, and fused
+// row, fp32 or bf16, no gradient needed through it, the attention weights not read, and fused
 // decoding on (models/fused_matmul.h's switch, which the identity tests turn off).
 bool decode_attention_applies(const torch::Tensor& q, const torch::Tensor& k, int64_t new_tokens,
                               bool reads_attention);

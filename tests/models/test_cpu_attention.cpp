@@ -137,17 +137,18 @@ TEST_CASE("decode attention takes the cache's slots in place and refuses what it
                   Error);
 }
 
-TEST_CASE("decode attention applies to a bf16 decoding step on the CPU that needs no gradient",
-          "[models][cpu_attention]") {
+TEST_CASE(
+    "decode attention applies to an fp32 or bf16 decoding step on the CPU that needs no "
+    "gradient",
+    "[models][cpu_attention]") {
   KernelSettings restore;
   auto q = torch::randn({1, 9, 1, 64}).to(torch::kBFloat16);
   auto k = torch::randn({1, 3, 20, 64}).to(torch::kBFloat16);
   CHECK(models::decode_attention_applies(q, k, 1, false));
   CHECK_FALSE(models::decode_attention_applies(q, k, 2, false));  // a prompt's pass
   CHECK_FALSE(models::decode_attention_applies(q, k, 1, true));   // attention read
-  // fp32 keeps ATen's fused kernel and its numerics.
-  CHECK_FALSE(
-      models::decode_attention_applies(q.to(torch::kFloat32), k.to(torch::kFloat32), 1, false));
+  CHECK(models::decode_attention_applies(q.to(torch::kFloat32), k.to(torch::kFloat32), 1, false));
+  CHECK_FALSE(models::decode_attention_applies(q.to(torch::kHalf), k.to(torch::kHalf), 1, false));
   auto trained = q.clone().requires_grad_(true);
   CHECK_FALSE(models::decode_attention_applies(trained, k, 1, false));
   {
