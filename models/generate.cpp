@@ -253,9 +253,10 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
   auto logits = model->logits(last_hidden.to(torch::kFloat32));
   for (int64_t step = 0; step < o.max_new_tokens; ++step) {
     // Everything but the chosen ids and their log-probabilities stays on the model's device:
-    // the host needs those for the EOS and stop checks, not the whole vocabulary.
-    auto log_probs =
-        torch::log_softmax(logits.to(torch::kFloat32) / (o.greedy ? 1.0 : o.temperature), -1);
+    // the host needs those for the EOS and stop checks, not the whole vocabulary. Greedy
+    // decoding divides by no temperature (dividing by 1 changes no bit).
+    auto log_probs = torch::log_softmax(
+        o.greedy ? logits.to(torch::kFloat32) : logits.to(torch::kFloat32) / o.temperature, -1);
     const int64_t rows = static_cast<int64_t>(active.size());
     torch::Tensor chosen;
     if (o.greedy) {
