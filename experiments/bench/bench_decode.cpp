@@ -218,7 +218,7 @@ json attention_rows(const models::ModelConfig& c, int reps) {
                     100);
       return bench::median(t);
     };
-    // fp32, which keeps ATen's fused kernel: what the decoding kernel would save there.
+    // fp32: the decoding kernel against ATen's fused kernel, which it replaced at decoding steps.
     auto q32 = q.to(torch::kFloat32), k32 = k.to(torch::kFloat32), v32 = v.to(torch::kFloat32);
     auto kernel32 = [&] { models::decode_attention_cpu(q32, k32, v32, bias, groups); };
     auto fused32 = [&] {
