@@ -70,29 +70,30 @@ CITEFORGE_INLINE float fold(float (&lanes)[kLanes], Combine combine = {}) {
   return lanes[0];
 }
 
+// exp_of's constants, which its 8-wide form below shares.
+constexpr float kExpLowest = -87.33654f, kExpHighest = 88.72283f;
+constexpr float kExpShift = 12582912.0f;  // 1.5 * 2^23
+constexpr float kLog2e = 1.44269504088896341f, kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
+constexpr float kExpPolynomial[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                     4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+
 // e^x in plain arithmetic, so that a loop of it vectorises on every path and gives the same bits
 // on each: Cephes' expf (x = n ln 2 + r with |r| <= ln 2 / 2, a degree-6 polynomial in r, times
 // 2^n built in the exponent bits), within 2 ulp of the exact value. Below the smallest normal
 // result it is 0, as libm's underflows (masked slots, at the dtype's lowest bias, must weigh 0).
 CITEFORGE_INLINE float exp_of(float x) {
-  const float lowest = -87.33654f, highest = 88.72283f;
-  // Comparisons that send NaN to `lowest`, so the arithmetic below stays finite; NaN itself is
-  // passed through at the end.
-  const float clamped = x > highest ? highest : (x > lowest ? x : lowest);
+  // Comparisons that send NaN to `kExpLowest`, so the arithmetic below stays finite; NaN itself
+  // is passed through at the end.
+  const float clamped = x > kExpHighest ? kExpHighest : (x > kExpLowest ? x : kExpLowest);
   // Round to nearest by adding and removing 1.5 * 2^23 (no rounding call, so it vectorises).
-  const float shift = 12582912.0f;
-  const float n = (clamped * 1.44269504088896341f + shift) - shift;
-  const float r = (clamped - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  const float n = (clamped * kLog2e + kExpShift) - kExpShift;
+  const float r = (clamped - n * kLn2High) - n * kLn2Low;
+  float p = kExpPolynomial[0];
+  for (int i = 1; i < 6; ++i) p = p * r + kExpPolynomial[i];
   const float y = p * (r * r) + r + 1.0f;
   const float two_to_n =
       std::bit_cast<float>((static_cast<uint32_t>(static_cast<int32_t>(n)) + 127u) << 23);
-  return x < lowest ? 0.0f : (x == x ? y * two_to_n : x);
+  return x < kExpLowest ? 0.0f : (x == x ? y * two_to_n : x);
 }
 
 // The largest of x[0..n), in the fixed lanes (slot s in lane s % 16).
@@ -219,20 +220,18 @@ CITEFORGE_INLINE void score_on(const HeadJob<T>& job) {
 #if defined(CITEFORGE_X86)
 // exp_of on 8 values: the same operations in the same order, so the same bits.
 CITEFORGE_AVX2 CITEFORGE_INLINE __m256 exp_of8(__m256 x) {
-  const __m256 lowest = _mm256_set1_ps(-87.33654f), highest = _mm256_set1_ps(88.72283f);
+  const __m256 lowest = _mm256_set1_ps(kExpLowest), highest = _mm256_set1_ps(kExpHighest);
   const __m256 above_lowest = _mm256_blendv_ps(lowest, x, _mm256_cmp_ps(x, lowest, _CMP_GT_OQ));
   const __m256 clamped =
       _mm256_blendv_ps(above_lowest, highest, _mm256_cmp_ps(x, highest, _CMP_GT_OQ));
-  const __m256 shift = _mm256_set1_ps(12582912.0f);
-  const __m256 n = _mm256_sub_ps(
-      _mm256_add_ps(_mm256_mul_ps(clamped, _mm256_set1_ps(1.44269504088896341f)), shift), shift);
-  const __m256 r =
-      _mm256_sub_ps(_mm256_sub_ps(clamped, _mm256_mul_ps(n, _mm256_set1_ps(0.693359375f))),
-                    _mm256_mul_ps(n, _mm256_set1_ps(-2.12194440e-4f)));
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  for (float c :
-       {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(c));
+  const __m256 shift = _mm256_set1_ps(kExpShift);
+  const __m256 n =
+      _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(clamped, _mm256_set1_ps(kLog2e)), shift), shift);
+  const __m256 r = _mm256_sub_ps(_mm256_sub_ps(clamped, _mm256_mul_ps(n, _mm256_set1_ps(kLn2High))),
+                                 _mm256_mul_ps(n, _mm256_set1_ps(kLn2Low)));
+  __m256 p = _mm256_set1_ps(kExpPolynomial[0]);
+  for (int i = 1; i < 6; ++i)
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(kExpPolynomial[i]));
   const __m256 y =
       _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)), r), _mm256_set1_ps(1.0f));
   const __m256 two_to_n = _mm256_castsi256_ps(

@@ -255,8 +255,9 @@ std::vector<Generation> generate(LlamaForCausalLM& model,
     // Everything but the chosen ids and their log-probabilities stays on the model's device:
     // the host needs those for the EOS and stop checks, not the whole vocabulary. Greedy
     // decoding divides by no temperature (dividing by 1 changes no bit).
-    auto log_probs = torch::log_softmax(
-        o.greedy ? logits.to(torch::kFloat32) : logits.to(torch::kFloat32) / o.temperature, -1);
+    auto scores = logits.to(torch::kFloat32);
+    if (!o.greedy) scores = scores / o.temperature;
+    auto log_probs = torch::log_softmax(scores, -1);
     const int64_t rows = static_cast<int64_t>(active.size());
     torch::Tensor chosen;
     if (o.greedy) {
