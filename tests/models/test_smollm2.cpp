@@ -4,6 +4,7 @@
 // decoding.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -177,8 +178,8 @@ TEST_CASE(
 
 TEST_CASE(
     "in bf16 greedy decoding of SmolLM2's NF4 base with the fused CPU kernels and the decoding "
-    "attention follows dequantise-then-matmul and the exact attention and parts from it at most "
-    "once and only at a near tie",
+    "attention follows dequantise-then-matmul and the exact attention and parts from it only at "
+    "near ties",
     "[models][smollm2][cpu_matvec][cpu_attention]") {
   testing::KernelSettings restore;
   models::LoadOptions options;
@@ -220,12 +221,16 @@ TEST_CASE(
     CHECK(margin < 0.25);
     ++divergent;
   }
-  CHECK(divergent <= 1);
+  // How often depends on the CPU's dense bf16 matmul, the reference: once in the four prompts on
+  // the EPYCs with AVX2 and with AVX-512, twice on one with AVX-512 BF16 (family 26: at a logit
+  // margin of 0 and of 0.0625, one bf16 step).
+  CHECK(divergent <= 2);
 
   // The output layer's decoding copy is the 8-bit one (each value rounds back to the bf16 weight,
-  // models/cpu_matvec.h): its logits differ from the bf16 weights' exact product by about as much
-  // as the dense bf16 matmul's own do. On this prompt 0.091 against 0.062 (1.46x, near the
-  // check's 1.5x); on 48 random tokens it was 0.107 against 0.122.
+  // models/cpu_matvec.h): its fp32 logits differ from the bf16 weights' exact product by less
+  // than one bf16 step of the largest logit, i.e. at most twice what rounding a logit to bf16
+  // moves it by (the dense bf16 matmul's own error is that half step). On this prompt 0.091 on
+  // the EPYC with AVX2 and 0.0998 on one with AVX-512 BF16, against a step of 0.125.
   torch::NoGradGuard no_grad;
   const auto& tied = model->model->embed_tokens->weight;
   const auto copy = models::q8_exact_quantize(tied);
@@ -240,9 +245,10 @@ TEST_CASE(
           .item<double>();
   const double bf16_error =
       (torch::linear(hidden, tied).to(torch::kFloat64) - exact).abs().max().item<double>();
-  INFO("8-bit copy " << q8_error << ", dense bf16 " << bf16_error);
-  CHECK(q8_error < 0.2);
-  CHECK(q8_error <= bf16_error * 1.5);
+  const double bf16_step =
+      std::exp2(std::floor(std::log2(exact.abs().max().item<double>())) - 7);  // 8-bit mantissa
+  INFO("8-bit copy " << q8_error << ", dense bf16 " << bf16_error << ", bf16 step " << bf16_step);
+  CHECK(q8_error < bf16_step);
 }
 
 TEST_CASE(
