@@ -91,6 +91,54 @@ torch::Tensor attention_bias(const torch::Tensor& allowed, torch::Dtype dtype) {
       .unsqueeze(1);
 }
 
+namespace {
+
+// Up to this many bias values attention_bias_of fills its loop.
+constexpr int64_t kBiasLoopMaxValues = int64_t(1) << 20;
+
+template <class Scalar>
+void fill_bias(const bool* key_mask, int64_t batch, int64_t past, int64_t new_tokens,
+               std::optional<int64_t> sliding_window, Scalar masked, Scalar* out) {
+  const int64_t total = past + new_tokens;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < new_tokens; ++t) {
+      const int64_t query = past + t;
+      Scalar* row = out + (b * new_tokens + t) * total;
+      for (int64_t key = 0; key < total; ++key) {
+        bool allowed = key <= query;
+        if (sliding_window) allowed = allowed && query - key < *sliding_window;
+        if (key_mask) allowed = allowed && key_mask[b * total + key];
+        row[key] = allowed ? Scalar(0) : masked;
+      }
+    }
+}
+
+}  // namespace
+
+torch::Tensor attention_bias_of(const torch::Tensor& key_mask, int64_t batch, int64_t past,
+                                int64_t new_tokens, std::optional<int64_t> sliding_window,
+                                const torch::Device& device, torch::Dtype dtype) {
+  const int64_t total = past + new_tokens;
+  const bool loop = device.is_cpu() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16) &&
+                    batch * new_tokens * total <= kBiasLoopMaxValues &&
+                    (!key_mask.defined() ||
+                     (key_mask.device().is_cpu() && key_mask.scalar_type() == torch::kBool &&
+                      key_mask.dim() == 2 && key_mask.size(0) == batch &&
+                      key_mask.size(1) == total && key_mask.is_contiguous()));
+  if (!loop)
+    return attention_bias(
+        attention_allowed(key_mask, batch, past, new_tokens, sliding_window, device), dtype);
+  auto out = torch::empty({batch, 1, new_tokens, total}, torch::TensorOptions().dtype(dtype));
+  const bool* mask = key_mask.defined() ? key_mask.data_ptr<bool>() : nullptr;
+  if (dtype == torch::kFloat32)
+    fill_bias(mask, batch, past, new_tokens, sliding_window, float(lowest_value(dtype)),
+              out.data_ptr<float>());
+  else
+    fill_bias(mask, batch, past, new_tokens, sliding_window,
+              c10::BFloat16(float(lowest_value(dtype))), out.data_ptr<c10::BFloat16>());
+  return out;
+}
+
 AttentionImpl::AttentionImpl(const ModelConfig& c, bool allocate)
     : num_heads(c.num_heads), num_kv_heads(c.num_kv_heads), head_dim(c.head_dim) {
   const int64_t q_out = c.num_heads * c.head_dim, kv_out = c.num_kv_heads * c.head_dim;
@@ -160,7 +208,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   k = k.transpose(1, 2);
   auto v = qkv[2].view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
   q = apply_rope(q, cos, sin);
-  k = apply_rope(k, cos, sin);
+  // With a preallocated cache the rotated keys are written straight into their slots below.
+  const bool keys_into_cache = cache && !cache->grows && !packed;
+  if (!keys_into_cache) k = apply_rope(k, cos, sin);
   const int64_t groups = num_heads / num_kv_heads;
   const int64_t past = cache ? cache->length : 0;
   const int64_t new_slots = packed ? packed->width : T;  // packed: T counts all rows' tokens
@@ -183,7 +233,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
       keys = k;
       values = v;
     } else if (cache) {
-      cache->keys[layer].narrow(2, past, T).copy_(k);
+      apply_rope_into(k, cos, sin, cache->keys[layer].narrow(2, past, T));
       cache->values[layer].narrow(2, past, T).copy_(v);
       k = cache->keys[layer].narrow(2, 0, past + T);
       v = cache->values[layer].narrow(2, 0, past + T);
@@ -245,7 +295,7 @@ torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids
   const int64_t B = packed ? int64_t(packed->lengths.size()) : input_ids.size(0);
   const int64_t T = packed ? packed->width : input_ids.size(1);
   const int64_t past = cache ? cache->length : 0;
-  auto [cos, sin] = rope_tables(inputs.positions, config);
+  auto [cos, sin] = rope_tables(inputs.positions, config, rope_cache);
   auto h = model->embed_tokens(input_ids);
   // Built once for all layers: in the model's dtype for the fused kernel, which takes it as it
   // is, in fp32 for the exact attention, which adds it to fp32 scores. Only the fused kernel does
@@ -254,9 +304,8 @@ torch::Tensor LlamaForCausalLMImpl::hidden_states(const torch::Tensor& input_ids
   const bool read_attention = probe && probe->attention;
   const bool fused = fused_attention_applies(h.scalar_type(), h.device(), past, read_attention);
   if (inputs.key_mask.defined() || past > 0 || config.sliding_window || !fused)
-    bias = attention_bias(
-        attention_allowed(inputs.key_mask, B, past, T, config.sliding_window, input_ids.device()),
-        fused ? h.scalar_type() : torch::kFloat32);
+    bias = attention_bias_of(inputs.key_mask, B, past, T, config.sliding_window, input_ids.device(),
+                             fused ? h.scalar_type() : torch::kFloat32);
   const bool recompute =
       gradient_checkpointing && torch::GradMode::is_enabled() && !cache && !probe;
   if (read_attention) probe->attention_mass = torch::Tensor();

@@ -11,6 +11,7 @@
 #include "models/hf_config.h"
 #include "models/kv_cache.h"
 #include "models/linear.h"
+#include "models/rope.h"
 #include "models/weight_stamp.h"
 
 namespace citeforge::models {
@@ -121,6 +122,8 @@ struct LlamaForCausalLMImpl : torch::nn::Module {
   WeightStamp tied_head_stamp;
   // The output layer's 16-bit copy that decoding steps read on a CPU (models/fused_matmul.h).
   DecodingHead decoding_head;
+  // RoPE's tables of the positions decoding steps have reached (models/rope.h).
+  RopeTableCache rope_cache;
 };
 TORCH_MODULE(LlamaForCausalLM);
 
@@ -133,6 +136,13 @@ torch::Tensor attention_allowed(const torch::Tensor& key_mask, int64_t batch, in
 // `allowed` [B, T, S] as the additive bias fused attention takes: [B, 1, T, S] of `dtype`,
 // 0 where attending is allowed and the dtype's lowest value where not.
 torch::Tensor attention_bias(const torch::Tensor& allowed, torch::Dtype dtype);
+
+// attention_bias(attention_allowed(...), dtype), the bias a forward pass builds once for all its
+// layers. A small call on the CPU (a decoding step's) fills it in one loop instead of a dozen
+// operators; the same values.
+torch::Tensor attention_bias_of(const torch::Tensor& key_mask, int64_t batch, int64_t past,
+                                int64_t new_tokens, std::optional<int64_t> sliding_window,
+                                const torch::Device& device, torch::Dtype dtype);
 
 // Attention of a reduced-precision (bf16) model: the scores and the softmax in fp32 on one
 // [T, S] matrix per head, with the fp32 `bias` always given. The fused kernel walks a whole

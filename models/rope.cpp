@@ -185,7 +185,7 @@ void rotate_rows(const torch::Tensor& x, const torch::Tensor& cos, const torch::
         const Scalar* row = xs + b * x.stride(0) + h * x.stride(1) + t * x.stride(2);
         const float* c = cs + b * cos.stride(0) + h * cos.stride(1) + t * cos.stride(2);
         const float* s = ss + b * sin.stride(0) + h * sin.stride(1) + t * sin.stride(2);
-        Scalar* y = ys + ((b * H + h) * T + t) * D;
+        Scalar* y = ys + b * out.stride(0) + h * out.stride(1) + t * out.stride(2);
         // ATen's order: x cos and rotate_half(x) sin each rounded to fp32, then their sum (the
         // file is compiled with -ffp-contract=off: no fused multiply-add).
         for (int64_t i = 0; i < half; ++i) {
@@ -203,28 +203,50 @@ void rotate_rows(const torch::Tensor& x, const torch::Tensor& cos, const torch::
 
 }  // namespace
 
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
-                         const torch::Tensor& sin) {
+namespace {
+
+// Whether the rotation of x by the tables runs as the loop (see apply_rope).
+bool rope_loop_applies(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   const auto dtype = x.scalar_type();
-  const bool loop = x.device().is_cpu() && x.dim() == 4 && x.size(3) % 2 == 0 &&
-                    x.numel() <= kLoopMaxValues && x.stride(3) == 1 &&
-                    (dtype == torch::kFloat32 || dtype == torch::kBFloat16) &&
-                    cos.scalar_type() == torch::kFloat32 && sin.scalar_type() == torch::kFloat32 &&
-                    cos.dim() == 4 && cos.sizes() == sin.sizes() && cos.size(3) == x.size(3) &&
-                    cos.stride(3) == 1 && sin.stride(3) == 1 &&
-                    !(torch::GradMode::is_enabled() && x.requires_grad());
-  if (!loop) {
-    auto xf = x.to(torch::kFloat32);
-    return (xf * cos + rotate_half(xf) * sin).to(dtype);
-  }
+  return x.device().is_cpu() && x.dim() == 4 && x.size(3) % 2 == 0 && x.numel() <= kLoopMaxValues &&
+         x.stride(3) == 1 && (dtype == torch::kFloat32 || dtype == torch::kBFloat16) &&
+         cos.scalar_type() == torch::kFloat32 && sin.scalar_type() == torch::kFloat32 &&
+         cos.dim() == 4 && cos.sizes() == sin.sizes() && cos.size(3) == x.size(3) &&
+         cos.stride(3) == 1 && sin.stride(3) == 1 &&
+         !(torch::GradMode::is_enabled() && x.requires_grad());
+}
+
+void rotate_into(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                 torch::Tensor& out) {
   const auto sizes = x.sizes();
   const auto c = cos.expand(sizes), s = sin.expand(sizes);
-  auto out = torch::empty(sizes, x.options().memory_format(c10::MemoryFormat::Contiguous));
-  if (dtype == torch::kFloat32)
+  if (x.scalar_type() == torch::kFloat32)
     rotate_rows<float>(x, c, s, out);
   else
     rotate_rows<c10::BFloat16>(x, c, s, out);
+}
+
+}  // namespace
+
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
+                         const torch::Tensor& sin) {
+  if (!rope_loop_applies(x, cos, sin)) {
+    auto xf = x.to(torch::kFloat32);
+    return (xf * cos + rotate_half(xf) * sin).to(x.scalar_type());
+  }
+  auto out = torch::empty(x.sizes(), x.options().memory_format(c10::MemoryFormat::Contiguous));
+  rotate_into(x, cos, sin, out);
   return out;
+}
+
+void apply_rope_into(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                     torch::Tensor out) {
+  if (rope_loop_applies(x, cos, sin) && out.device().is_cpu() &&
+      out.scalar_type() == x.scalar_type() && out.sizes() == x.sizes() && out.stride(3) == 1) {
+    rotate_into(x, cos, sin, out);
+    return;
+  }
+  out.copy_(apply_rope(x, cos, sin));
 }
 
 std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positions,
@@ -237,6 +259,62 @@ std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positio
   auto emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);               // [B, 1, T, D]
   if (scale == 1.0) return {emb.cos(), emb.sin()};
   return {emb.cos() * scale, emb.sin() * scale};
+}
+
+namespace {
+
+constexpr int64_t kCachedCallMaxPositions = 4096;
+constexpr int64_t kCachedPositionLimit = int64_t(1) << 16;
+constexpr int64_t kCacheMinRows = 256;
+
+// The largest of `positions` if the cache may serve them (see rope_tables with a cache), else -1.
+int64_t cacheable_max_position(const torch::Tensor& positions, const ModelConfig& config) {
+  if (config.rope_scaling.type == "dynamic" || !positions.device().is_cpu() ||
+      positions.scalar_type() != torch::kInt64 || !positions.is_contiguous() ||
+      positions.dim() != 2 || positions.numel() == 0 || positions.numel() > kCachedCallMaxPositions)
+    return -1;
+  const int64_t* p = positions.data_ptr<int64_t>();
+  int64_t top = 0;
+  for (int64_t i = 0; i < positions.numel(); ++i) {
+    if (p[i] < 0 || p[i] >= kCachedPositionLimit) return -1;
+    top = std::max(top, p[i]);
+  }
+  return top;
+}
+
+void grow(RopeTableCache& cache, int64_t max_position, const ModelConfig& config) {
+  int64_t rows = std::max(kCacheMinRows, cache.rows);
+  while (rows <= max_position) rows *= 2;
+  // Kept beyond the call that builds it: a normal tensor even under inference mode, with no
+  // gradient, so that training may read it too.
+  c10::InferenceMode kept_beyond_the_call(false);
+  torch::NoGradGuard no_grad;
+  auto [cos, sin] = rope_tables(torch::arange(rows, torch::kInt64).unsqueeze(0), config);
+  cache.cos = cos.reshape({rows, config.head_dim}).contiguous();
+  cache.sin = sin.reshape({rows, config.head_dim}).contiguous();
+  cache.rows = rows;
+}
+
+// table[positions] as [B, 1, T, D].
+torch::Tensor rows_of(const torch::Tensor& table, const torch::Tensor& positions) {
+  const int64_t B = positions.size(0), T = positions.size(1), D = table.size(1);
+  auto out = torch::empty({B, 1, T, D}, table.options());
+  const int64_t* p = positions.data_ptr<int64_t>();
+  const float* from = table.data_ptr<float>();
+  float* to = out.data_ptr<float>();
+  for (int64_t i = 0; i < B * T; ++i) std::copy(from + p[i] * D, from + (p[i] + 1) * D, to + i * D);
+  return out;
+}
+
+}  // namespace
+
+std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positions,
+                                                    const ModelConfig& config,
+                                                    RopeTableCache& cache) {
+  const int64_t top = cacheable_max_position(positions, config);
+  if (top < 0) return rope_tables(positions, config);
+  if (top >= cache.rows) grow(cache, top, config);
+  return {rows_of(cache.cos, positions), rows_of(cache.sin, positions)};
 }
 
 }  // namespace citeforge::models

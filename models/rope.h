@@ -35,11 +35,36 @@ RopeScaling llama3_scaling_from_factors(const ModelConfig& config, const torch::
 std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positions,
                                                     const ModelConfig& config);
 
+// The tables of every position below `rows`, [rows, head_dim] fp32 on the CPU, kept by a model
+// so that a decoding step copies its rows instead of running a dozen operators to make them
+// (bench_decode --part kernels times both). One cache serves one model, whose config does not
+// change.
+struct RopeTableCache {
+  torch::Tensor cos, sin;
+  int64_t rows = 0;
+};
+
+// rope_tables, through `cache` where it applies: a small call on the CPU (at most 4096 positions,
+// all in [0, 65536)) of a RoPE type whose tables do not depend on the sequence's length (all but
+// "dynamic"). The cache is built by rope_tables itself over positions [0, rows), rows a power of
+// two grown as positions need, and each table entry is a function of its position alone, so the
+// copied rows have the bits rope_tables gives. Any other call is rope_tables'.
+std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positions,
+                                                    const ModelConfig& config,
+                                                    RopeTableCache& cache);
+
 // Queries or keys x [B, H, T, head_dim] rotated by the tables: x cos + rotate_half(x) sin in
 // fp32, in x's dtype. A small call that needs no gradient on a CPU (a decoding step's: 20 of them
 // per step on SmolLM2) runs as one loop instead of ten operators, with the same roundings in the
 // same order, so the same bits.
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
                          const torch::Tensor& sin);
+
+// apply_rope(x, cos, sin) written into `out` (x's shape, any strides: a KV cache's slots; not
+// overlapping x), the same bits. Where the loop applies it writes there directly, saving a small
+// tensor and a copy (the keys' of each layer at a decoding step); elsewhere it copies
+// apply_rope's result in.
+void apply_rope_into(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                     torch::Tensor out);
 
 }  // namespace citeforge::models

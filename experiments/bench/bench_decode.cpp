@@ -241,6 +241,54 @@ json attention_rows(const models::ModelConfig& c, int reps) {
   return rows;
 }
 
+// What a decoding step builds once for all its layers, at SmolLM2's shape (a cache of the prompt
+// and the new tokens so far, left-padded rows): RoPE's tables by rope_tables' operators and as
+// rows of the model's cache of them, and the attention bias by the operators and by its loop.
+json step_table_rows(const models::ModelConfig& c, int reps) {
+  const int64_t past = kPromptTokens + kNewTokens - 1;
+  json rows = json::array();
+  torch::InferenceMode inference;
+  for (int64_t batch : {1, 8}) {
+    auto positions = torch::full({batch, 1}, past, torch::kInt64);
+    auto key_mask = torch::ones({batch, past + 1}, torch::kBool);
+    models::RopeTableCache cache;
+    auto rope_ops = [&] { models::rope_tables(positions, c); };
+    auto rope_cached = [&] { models::rope_tables(positions, c, cache); };
+    auto bias_ops = [&] {
+      models::attention_bias(
+          models::attention_allowed(key_mask, batch, past, 1, std::nullopt, torch::kCPU),
+          torch::kFloat32);
+    };
+    auto bias_loop = [&] {
+      models::attention_bias_of(key_mask, batch, past, 1, std::nullopt, torch::kCPU,
+                                torch::kFloat32);
+    };
+    auto per_call = [&](const std::function<void()>& f) {
+      f();
+      std::vector<double> t;
+      for (int i = 0; i < 4 * reps; ++i)
+        t.push_back(seconds([&] {
+                      for (int j = 0; j < 100; ++j) f();
+                    }) /
+                    100);
+      return bench::median(t);
+    };
+    const double a = per_call(rope_ops), b = per_call(rope_cached);
+    const double d = per_call(bias_ops), e = per_call(bias_loop);
+    rows.push_back({{"batch", batch},
+                    {"slots", past + 1},
+                    {"rope_ops_us", 1e6 * a},
+                    {"rope_cached_us", 1e6 * b},
+                    {"bias_ops_us", 1e6 * d},
+                    {"bias_loop_us", 1e6 * e}});
+    std::fprintf(stderr,
+                 "step tables batch %lld: RoPE %.1f us by operators, %.1f from the cache; bias "
+                 "%.1f us by operators, %.1f by the loop\n",
+                 (long long)batch, 1e6 * a, 1e6 * b, 1e6 * d, 1e6 * e);
+  }
+  return rows;
+}
+
 json decode_rows(models::LlamaForCausalLM& model, torch::Dtype dtype, int reps, double temperature,
                  const std::vector<int64_t>& batches) {
   json rows = json::array();
@@ -389,6 +437,18 @@ std::string table(const json& r, const std::string& command) {
         << fixed(a["exact_us"], 1) << " | " << fixed(a["fp32_kernel_us"], 1) << " | "
         << fixed(a["fp32_fused_us"], 1) << " |\n";
   }
+  if (r.contains("step_tables")) {
+    s << "\nWhat a decoding step builds once for all its layers (a cache of "
+      << kPromptTokens + kNewTokens << " slots; median of many calls): RoPE's tables by the "
+      << "operators that make them and as rows copied from the model's cache of them, and the "
+      << "fp32 attention bias by ATen's operators and by its loop (the same bits either way):\n\n"
+      << "| batch | RoPE operators µs | RoPE cache µs | bias operators µs | bias loop µs "
+         "|\n|---|---|---|---|---|\n";
+    for (const auto& t : r["step_tables"])
+      s << "| " << t["batch"] << " | " << fixed(t["rope_ops_us"], 1) << " | "
+        << fixed(t["rope_cached_us"], 1) << " | " << fixed(t["bias_ops_us"], 1) << " | "
+        << fixed(t["bias_loop_us"], 1) << " |\n";
+  }
   if (r.contains("llama_cpp_decode_tokens_per_s"))
     s << "\nllama.cpp (llama-cpp-python " << r["llama_cpp_version"].get<std::string>()
       << ") on the same GGUF's own Q4_1 weights, same machine and threads, batch 1: "
@@ -466,6 +526,7 @@ int main(int argc, char** argv) {
     if (part != "decode") {
       r["kernels"] = kernel_rows(fp32_model, reps);
       r["attention"] = attention_rows(fp32_model->config, reps);
+      r["step_tables"] = step_table_rows(fp32_model->config, reps);
     }
     r["rows"] = json::array();  // none with --part kernels, whose tables are still written
     for (auto dtype : part == "kernels" ? std::vector<torch::Dtype>{} : decode_dtypes) {

@@ -249,6 +249,36 @@ TEST_CASE("the attention bias is 0 where allowed and finite where not, so padded
   }
 }
 
+TEST_CASE("the bias a forward pass builds has the operators' values, from its loop too",
+          "[models][llama]") {
+  torch::manual_seed(5);
+  struct Case {
+    int64_t batch, past, new_tokens;
+    std::optional<int64_t> window;
+    bool masked;
+  };
+  // Decoding steps of one and of several padded rows, a prompt's pass, a window, and a pass
+  // too large for the loop (ATen's operators then).
+  for (const Case& c : {Case{1, 96, 1, std::nullopt, false}, Case{4, 40, 1, std::nullopt, true},
+                        Case{3, 0, 9, std::nullopt, true}, Case{2, 12, 5, 4, true},
+                        Case{2, 600, 1100, std::nullopt, true}}) {
+    const int64_t total = c.past + c.new_tokens;
+    auto key_mask = c.masked ? torch::rand({c.batch, total}) > 0.3 : torch::Tensor();
+    for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+      INFO("batch " << c.batch << " past " << c.past << " new " << c.new_tokens << " "
+                    << c10::toString(dtype));
+      const auto want = models::attention_bias(
+          models::attention_allowed(key_mask, c.batch, c.past, c.new_tokens, c.window, torch::kCPU),
+          dtype);
+      const auto got = models::attention_bias_of(key_mask, c.batch, c.past, c.new_tokens, c.window,
+                                                 torch::kCPU, dtype);
+      CHECK(got.scalar_type() == dtype);
+      CHECK(got.sizes() == want.sizes());
+      CHECK(torch::equal(got, want));
+    }
+  }
+}
+
 TEST_CASE("a bf16 model's fp32 logits through tied embeddings follow the embeddings' changes",
           "[models][llama]") {
   auto model = models::load_model(testing::source_path("tests/fixtures/models/llama_tied"),
