@@ -1,14 +1,26 @@
 #!/usr/bin/env python3
 """Prints the table of experiments/bench/decode_turns.sh's turns: per turn llama.cpp's batch-1
 decode tokens/s and citeforge's (fused path, fp32 and bf16) with their ratios, then the median
-ratio and how many turns reached llama.cpp in each dtype.
+ratio, how many turns reached llama.cpp in each dtype, and a one-sided sign test over the paired
+turns: the chance of citeforge being faster in at least that many of them if neither side were
+faster (turns of exactly equal speed left out). "Faster than llama.cpp" is said where it is below
+0.05; single turns of a machine whose speed moves minute to minute fall either way.
 
     python3 experiments/bench/decode_turns_table.py OUT
 """
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
+
+
+def sign_test(ratios):
+    """(faster, paired turns, one-sided p): P(at least `faster` of n fair coin flips)."""
+    faster = sum(r > 1 for r in ratios)
+    n = sum(r != 1 for r in ratios)
+    p = sum(math.comb(n, k) for k in range(faster, n + 1)) / 2 ** n if n else 1.0
+    return faster, n, p
 
 
 def main() -> int:
@@ -51,6 +63,10 @@ def main() -> int:
             print(f"{label}: median ratio {statistics.median(r):.2f}x, "
                   f"{sum(x >= 1 for x in r)} of {len(r)} turns at or above llama.cpp "
                   f"(range {min(r):.2f}x to {max(r):.2f}x)")
+            faster, n, p = sign_test(r)
+            verdict = "faster than llama.cpp" if p < 0.05 else "not shown faster than llama.cpp"
+            print(f"{label}: sign test, faster in {faster} of {n} paired turns, one-sided "
+                  f"p = {p:.4f}: {verdict}")
     return 0
 
 
