@@ -201,10 +201,6 @@ void rotate_rows(const torch::Tensor& x, const torch::Tensor& cos, const torch::
       }
 }
 
-}  // namespace
-
-namespace {
-
 // Whether the rotation of x by the tables runs as the loop (see apply_rope).
 bool rope_loop_applies(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   const auto dtype = x.scalar_type();

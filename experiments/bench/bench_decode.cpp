@@ -191,6 +191,19 @@ json kernel_rows(models::LlamaForCausalLM& model, int reps) {
   return rows;
 }
 
+// Seconds a call of `f` takes, the median over 4 x reps runs of 100 calls after one warm-up
+// call: for calls of a few µs, which one clock reading each would not resolve.
+double median_per_call(int reps, const std::function<void()>& f) {
+  f();
+  std::vector<double> t;
+  for (int i = 0; i < 4 * reps; ++i)
+    t.push_back(seconds([&] {
+                  for (int j = 0; j < 100; ++j) f();
+                }) /
+                100);
+  return bench::median(t);
+}
+
 // One layer's attention at a decoding step of the model's shape in bf16 (a cache of the prompt
 // and the new tokens so far): the decoding kernel (models/cpu_attention.h) against the exact
 // path's operators it replaced (two batched bf16 matmuls around the fp32 softmax).
@@ -208,16 +221,6 @@ json attention_rows(const models::ModelConfig& c, int reps) {
     auto bias = torch::zeros({batch, 1, 1, slots});
     auto kernel = [&] { models::decode_attention_cpu(q, k, v, bias, groups); };
     auto exact = [&] { models::exact_attention(q, k, v, bias, groups); };
-    auto per_call = [&](const std::function<void()>& f) {
-      f();
-      std::vector<double> t;
-      for (int i = 0; i < 4 * reps; ++i)
-        t.push_back(seconds([&] {
-                      for (int j = 0; j < 100; ++j) f();
-                    }) /
-                    100);
-      return bench::median(t);
-    };
     // fp32: the decoding kernel against ATen's fused kernel, which it replaced at decoding steps.
     auto q32 = q.to(torch::kFloat32), k32 = k.to(torch::kFloat32), v32 = v.to(torch::kFloat32);
     auto kernel32 = [&] { models::decode_attention_cpu(q32, k32, v32, bias, groups); };
@@ -225,8 +228,8 @@ json attention_rows(const models::ModelConfig& c, int reps) {
       torch::scaled_dot_product_attention(q32, k32, v32, bias, 0.0, false, std::nullopt,
                                           /*enable_gqa=*/true);
     };
-    const double a = per_call(kernel), b = per_call(exact);
-    const double a32 = per_call(kernel32), b32 = per_call(fused32);
+    const double a = median_per_call(reps, kernel), b = median_per_call(reps, exact);
+    const double a32 = median_per_call(reps, kernel32), b32 = median_per_call(reps, fused32);
     rows.push_back({{"batch", batch},
                     {"slots", slots},
                     {"kernel_us", 1e6 * a},
@@ -263,18 +266,8 @@ json step_table_rows(const models::ModelConfig& c, int reps) {
       models::attention_bias_of(key_mask, batch, past, 1, std::nullopt, torch::kCPU,
                                 torch::kFloat32);
     };
-    auto per_call = [&](const std::function<void()>& f) {
-      f();
-      std::vector<double> t;
-      for (int i = 0; i < 4 * reps; ++i)
-        t.push_back(seconds([&] {
-                      for (int j = 0; j < 100; ++j) f();
-                    }) /
-                    100);
-      return bench::median(t);
-    };
-    const double a = per_call(rope_ops), b = per_call(rope_cached);
-    const double d = per_call(bias_ops), e = per_call(bias_loop);
+    const double a = median_per_call(reps, rope_ops), b = median_per_call(reps, rope_cached);
+    const double d = median_per_call(reps, bias_ops), e = median_per_call(reps, bias_loop);
     rows.push_back({{"batch", batch},
                     {"slots", past + 1},
                     {"rope_ops_us", 1e6 * a},
